@@ -1,0 +1,289 @@
+// Package bridge owns MCP sessions and the child processes behind them: it
+// creates a session (and its child) on initialize, routes every JSON-RPC
+// message between a session's client streams and its child, rewrites
+// request ids so they cannot collide, and ends sessions on request, on idle
+// expiry and when their child dies. It speaks JSON-RPC, not HTTP: it never
+// imports net/http, and returns coded errors (Error, Kind) that each
+// transport maps to its own statuses.
+package bridge
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcp-bridge/mcp-bridge/stdio"
+)
+
+// Defaults for the zero values of Config.
+const (
+	DefaultMaxSessions  = 1000
+	DefaultIdleTimeout  = 30 * time.Minute
+	DefaultQueueLimit   = 1024
+	DefaultKeepDetached = 64
+)
+
+// Config configures a Bridge. Every field but Command has a working zero
+// value.
+type Config struct {
+	// Command is the child's argv, run once per session. No shell.
+	Command []string
+	// Dir is the child's working directory.
+	Dir string
+	// Env is the child's whole environment (see stdio.Environ). Nil means
+	// an empty environment, never the bridge's own.
+	Env []string
+	// MaxLineBytes caps one message from a child. Default 16 MiB.
+	MaxLineBytes int
+	// StopGrace is each wait of the stop sequence. Default 2 s.
+	StopGrace time.Duration
+	// MaxSessions caps live sessions (and so children). Default 1000.
+	MaxSessions int
+	// IdleTimeout ends a session with no request in flight, no open stream
+	// and no traffic for this long. Default 30 min; negative disables.
+	IdleTimeout time.Duration
+	// QueueLimit bounds the messages a session holds while no stream is
+	// open to take them. Default 1024. Over it, messages are dropped,
+	// logged and counted.
+	QueueLimit int
+	// Logger is the base logger. Default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Stats are counters of events worth watching.
+type Stats struct {
+	SessionsCreated  atomic.Int64
+	SessionsEnded    atomic.Int64
+	QueueDrops       atomic.Int64 // messages dropped because a session's queue was full
+	OversizeLines    atomic.Int64 // child lines over the cap
+	UnroutableDrops  atomic.Int64 // responses the child sent for ids nobody asked
+	ChildrenSpawned  atomic.Int64
+	ChildrenFailed   atomic.Int64 // children that could not be started
+	ChildrenExitedOK atomic.Int64
+	ChildrenCrashed  atomic.Int64 // exited before the bridge asked them to
+}
+
+// Bridge holds the live sessions.
+type Bridge struct {
+	cfg   Config
+	log   *slog.Logger
+	stats Stats
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+	closing  bool
+
+	wg       sync.WaitGroup // session watchers
+	stopJan  chan struct{}
+	janDone  chan struct{}
+	closeOne sync.Once
+}
+
+// New returns a Bridge. Close it to stop every child.
+func New(cfg Config) (*Bridge, error) {
+	if len(cfg.Command) == 0 {
+		return nil, fmt.Errorf("bridge: no command")
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.QueueLimit <= 0 {
+		cfg.QueueLimit = DefaultQueueLimit
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	b := &Bridge{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		sessions: make(map[string]*Session),
+		stopJan:  make(chan struct{}),
+		janDone:  make(chan struct{}),
+	}
+	go b.janitor()
+	return b, nil
+}
+
+// Stats returns the bridge's counters.
+func (b *Bridge) Stats() *Stats { return &b.stats }
+
+// Initialize creates a session and its child, and sends the client's
+// initialize request to it. The returned Stream carries the
+// InitializeResult; jsonOnly as in Session.Send.
+func (b *Bridge) Initialize(msg Message, jsonOnly bool) (*Session, *Stream, error) {
+	if msg.Kind != Request || msg.Method != MethodInitialize {
+		return nil, nil, invalid(CodeInvalidRequest, "Invalid Request: a session starts with an initialize request", msg.ID())
+	}
+	id, err := newSessionID()
+	if err != nil {
+		return nil, nil, err
+	}
+	b.mu.Lock()
+	switch {
+	case b.closing:
+		b.mu.Unlock()
+		return nil, nil, ErrClosing
+	case len(b.sessions) >= b.cfg.MaxSessions:
+		b.mu.Unlock()
+		return nil, nil, ErrTooManySessions
+	}
+	s := newSession(b, id)
+	b.sessions[id] = s // reserve the slot while the child starts
+	b.mu.Unlock()
+
+	if err := s.start(); err != nil {
+		b.mu.Lock()
+		delete(b.sessions, id)
+		b.mu.Unlock()
+		b.stats.ChildrenFailed.Add(1)
+		return nil, nil, &Error{Kind: KindInternal, Code: CodeInternalError, Message: "could not start the MCP server process", ID: msg.ID(), Err: err}
+	}
+	b.stats.SessionsCreated.Add(1)
+	b.stats.ChildrenSpawned.Add(1)
+	b.wg.Add(1)
+	go func() { defer b.wg.Done(); s.watch() }()
+
+	st, err := s.send([]Message{msg}, true, jsonOnly)
+	if err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	return s, st, nil
+}
+
+// Session returns the live session with that id, or ErrSessionNotFound.
+func (b *Bridge) Session(id string) (*Session, error) {
+	b.mu.Lock()
+	s, ok := b.sessions[id]
+	b.mu.Unlock()
+	if !ok || s.isClosed() {
+		return nil, ErrSessionNotFound
+	}
+	return s, nil
+}
+
+// Drain prepares for shutdown: no new sessions, and every GET stream ends
+// (their clients reconnect elsewhere), so the HTTP server can wait for the
+// requests in flight alone.
+func (b *Bridge) Drain() {
+	b.mu.Lock()
+	b.closing = true
+	var gets []*Stream
+	for _, s := range b.sessions {
+		s.mu.Lock()
+		if s.get != nil {
+			gets = append(gets, s.get)
+		}
+		s.mu.Unlock()
+	}
+	b.mu.Unlock()
+	for _, st := range gets {
+		st.finish()
+	}
+}
+
+// Len is the number of live sessions.
+func (b *Bridge) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.sessions)
+}
+
+func (b *Bridge) remove(s *Session) {
+	b.mu.Lock()
+	if b.sessions[s.id] == s {
+		delete(b.sessions, s.id)
+	}
+	b.mu.Unlock()
+}
+
+// Close refuses new sessions, ends every session and stops every child,
+// each with the graceful sequence; when ctx ends, children left get
+// SIGKILL. It returns once every child is reaped.
+func (b *Bridge) Close(ctx context.Context) error {
+	b.closeOne.Do(func() { close(b.stopJan) })
+	<-b.janDone
+	b.mu.Lock()
+	b.closing = true
+	all := make([]*Session, 0, len(b.sessions))
+	for _, s := range b.sessions {
+		all = append(all, s)
+	}
+	b.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range all {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.stop(ctx, "the bridge is shutting down") }()
+	}
+	wg.Wait()
+	b.wg.Wait()
+	return ctx.Err()
+}
+
+// janitor ends idle sessions. It exits when Close is called.
+func (b *Bridge) janitor() {
+	defer close(b.janDone)
+	if b.cfg.IdleTimeout < 0 {
+		<-b.stopJan
+		return
+	}
+	every := min(max(b.cfg.IdleTimeout/4, 10*time.Millisecond), time.Minute)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stopJan:
+			return
+		case <-t.C:
+			now := b.cfg.Now()
+			b.mu.Lock()
+			var idle []*Session
+			for _, s := range b.sessions {
+				if s.idleSince(now) >= b.cfg.IdleTimeout {
+					idle = append(idle, s)
+				}
+			}
+			b.mu.Unlock()
+			for _, s := range idle {
+				s.log.Info("session idle; ending it", "idle_timeout", b.cfg.IdleTimeout)
+				go s.stop(context.Background(), "the session expired")
+			}
+		}
+	}
+}
+
+// newSessionID returns 128 random bits, base64url: visible ASCII only, as
+// MCP requires of Mcp-Session-Id, and unguessable.
+func newSessionID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("bridge: session id: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// ChildOptions are what a child of this bridge is started with; exported
+// for tests and tools that drive the same child directly.
+func (b *Bridge) childOptions(log *slog.Logger) stdio.Options {
+	return stdio.Options{
+		Argv:         b.cfg.Command,
+		Dir:          b.cfg.Dir,
+		Env:          b.cfg.Env,
+		MaxLineBytes: b.cfg.MaxLineBytes,
+		StopGrace:    b.cfg.StopGrace,
+		Logger:       log,
+	}
+}

@@ -1,0 +1,122 @@
+package bridge
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Kind classifies an error for the transports. Each transport maps a Kind to
+// its own status in exactly one place (httpapi's errorStatus).
+type Kind int
+
+const (
+	KindInternal    Kind = iota // a bug or an unexpected failure
+	KindInvalid                 // the client sent something malformed or not allowed
+	KindNotFound                // no such session (never existed, ended, or not yours)
+	KindConflict                // e.g. a second GET stream on a session
+	KindUnavailable             // over a limit (sessions): try again later
+	KindTooLarge                // a message over a size limit
+)
+
+// JSON-RPC error codes the bridge uses. The -32000..-32099 range is for
+// implementation-defined server errors; the bridge keeps to the low end,
+// clear of the codes 2026-07-28 reserves (-32020 and up).
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
+	// CodeSessionRequired answers a request without a session that needs
+	// one, such as a 2026-07-28 probe. It is deliberately not a 2026-07-28
+	// error code (-32020 and up), so dual-era clients fall back to
+	// initialize; the SDKs use it for the same case.
+	CodeSessionRequired = -32000
+	// CodeSessionNotFound: the session id is unknown or ended (as the
+	// TypeScript SDK answers it).
+	CodeSessionNotFound = -32001
+	// CodeBridgeClosing: the bridge is shutting down.
+	CodeBridgeClosing = -32003
+	// CodeResponseTooLarge: the child's answer was over the line cap.
+	CodeResponseTooLarge = -32004
+	// CodeChildExited: the child process ended before answering.
+	CodeChildExited = -32005
+)
+
+// Error is the bridge's error type: a Kind for the transport, a message the
+// client may see, and the JSON-RPC code and request id for the body.
+type Error struct {
+	Kind    Kind
+	Code    int             // JSON-RPC error code
+	Message string          // safe to show to the client
+	ID      json.RawMessage // id of the request it answers, if known
+	Err     error           // for the log only
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %v", e.Message, e.Err)
+	}
+	return e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errors the transports test for with errors.Is.
+var (
+	ErrSessionNotFound = &Error{Kind: KindNotFound, Code: CodeSessionNotFound, Message: "Session not found: it ended or never existed; start a new one with initialize"}
+	ErrStreamConflict  = &Error{Kind: KindConflict, Code: CodeInvalidRequest, Message: "a stream for server-initiated messages is already open for this session"}
+	ErrTooManySessions = &Error{Kind: KindUnavailable, Code: CodeInternalError, Message: "too many sessions"}
+	ErrClosing         = &Error{Kind: KindUnavailable, Code: CodeBridgeClosing, Message: "the bridge is shutting down"}
+)
+
+// Is makes errors.Is match on the sentinel's message and kind, so a
+// sentinel can be returned with an id attached.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Kind == e.Kind && t.Message == e.Message
+}
+
+func invalid(code int, msg string, id json.RawMessage) *Error {
+	return &Error{Kind: KindInvalid, Code: code, Message: msg, ID: id}
+}
+
+// ErrorKind returns the Kind of err, KindInternal when it has none.
+func ErrorKind(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return KindInternal
+}
+
+// errorResponse builds a JSON-RPC error response for the request id.
+func errorResponse(id []byte, code int, message string, data any) []byte {
+	type rpcError struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+		Data    any    `json:"data,omitempty"`
+	}
+	if len(id) == 0 {
+		id = []byte("null")
+	}
+	b, err := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   rpcError        `json:"error"`
+	}{"2.0", id, rpcError{code, message, data}})
+	if err != nil { // only a broken data value gets here
+		return errorResponse(id, code, message, nil)
+	}
+	return b
+}
+
+// ErrorBody is the JSON-RPC error body for err, for transports to send.
+func ErrorBody(err error) []byte {
+	var e *Error
+	if !errors.As(err, &e) {
+		return errorResponse(nil, CodeInternalError, "internal error", nil)
+	}
+	return errorResponse(e.ID, e.Code, e.Message, nil)
+}

@@ -1,0 +1,219 @@
+package bridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+)
+
+// The bridge reads only a few top-level fields of each message (id, method,
+// whether it is a result or an error, a progress token) and rewrites one of
+// them (the id), leaving every other byte as it was. encoding/json can
+// decode those fields but cannot say where they are, so changing an id
+// would mean decoding and re-encoding the whole message on the hot path, and
+// re-encoding loses what the bridge must keep exact (1 vs 1.0, key order).
+// So fields are located by the small scanner below, written by hand, over
+// input that json.Valid (or json.Compact) has already accepted.
+
+// span is a half-open byte range [start, end) of a JSON value; start < 0
+// means the field is absent.
+type span struct{ start, end int }
+
+var absent = span{-1, -1}
+
+func (s span) ok() bool { return s.start >= 0 }
+
+func (s span) of(b []byte) []byte {
+	if s.start < 0 {
+		return nil
+	}
+	return b[s.start:s.end]
+}
+
+// fields are the top-level members of a JSON-RPC message the bridge uses.
+type fields struct {
+	id     span
+	method span // including its quotes
+	params span
+	result span
+	error  span
+}
+
+var errNotObject = errors.New("a JSON-RPC message must be a JSON object")
+
+// scanFields locates the members of the object msg (valid JSON). As in
+// encoding/json and JavaScript's JSON.parse, the last of duplicate keys wins.
+func scanFields(msg []byte) (fields, error) {
+	f := fields{absent, absent, absent, absent, absent}
+	err := eachMember(msg, func(key []byte, v span) {
+		switch string(key) { // no allocation: Go compiles this to a compare
+		case "id":
+			f.id = v
+		case "method":
+			f.method = v
+		case "params":
+			f.params = v
+		case "result":
+			f.result = v
+		case "error":
+			f.error = v
+		}
+	})
+	return f, err
+}
+
+// member finds the value of key in the object obj (valid JSON).
+func member(obj []byte, key string) span {
+	found := absent
+	_ = eachMember(obj, func(k []byte, v span) {
+		if string(k) == key {
+			found = v
+		}
+	})
+	return found
+}
+
+// eachMember calls fn for every member of the object obj (valid JSON), with
+// the key unescaped and the value's span.
+func eachMember(obj []byte, fn func(key []byte, v span)) error {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return errNotObject
+	}
+	i = skipSpace(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		return nil
+	}
+	for i < len(obj) {
+		ks := i
+		ke := skipString(obj, ks)
+		key := obj[ks+1 : ke-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			var s string
+			if err := json.Unmarshal(obj[ks:ke], &s); err != nil {
+				return err
+			}
+			key = []byte(s)
+		}
+		i = skipSpace(obj, ke)
+		i = skipSpace(obj, i+1) // the colon
+		vs := i
+		i = skipValue(obj, i)
+		fn(key, span{vs, i})
+		i = skipSpace(obj, i)
+		if i >= len(obj) || obj[i] == '}' {
+			return nil
+		}
+		i = skipSpace(obj, i+1) // the comma
+	}
+	return nil
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the string starting at b[i] == '"'.
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// skipValue returns the index just past the value starting at b[i].
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(b)
+	default: // number, true, false, null
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return i
+			}
+		}
+		return i
+	}
+}
+
+// splice returns b with the bytes of s replaced by repl, in a new slice.
+func splice(b []byte, s span, repl []byte) []byte {
+	out := make([]byte, 0, len(b)-(s.end-s.start)+len(repl))
+	out = append(out, b[:s.start]...)
+	out = append(out, repl...)
+	return append(out, b[s.end:]...)
+}
+
+// idFromOversize finds the id of a message of which only the first and the
+// last few KiB are known (a line over the size cap). Encoders put the id
+// either before a big result (Go, Python) or after it (the TypeScript SDK
+// writes {"result":…,"jsonrpc":"2.0","id":7}).
+func idFromOversize(head, tail []byte) []byte {
+	// In the head, members before the first big one are complete.
+	if i := skipSpace(head, 0); i < len(head) && head[i] == '{' {
+		for i = skipSpace(head, i+1); i < len(head) && head[i] == '"'; {
+			ke := skipString(head, i)
+			key := head[i+1 : max(i+1, ke-1)]
+			vs := skipSpace(head, skipSpace(head, ke)+1)
+			ve := skipValue(head, vs)
+			if ve >= len(head) {
+				break // the value runs past what was kept
+			}
+			if string(key) == "id" && json.Valid(head[vs:ve]) {
+				return head[vs:ve]
+			}
+			i = skipSpace(head, ve)
+			if i >= len(head) || head[i] != ',' {
+				break
+			}
+			i = skipSpace(head, i+1)
+		}
+	}
+	// In the tail, look for a last member `"id":<scalar>}`.
+	t := bytes.TrimRight(tail, " \t\r\n")
+	if len(t) == 0 || t[len(t)-1] != '}' {
+		return nil
+	}
+	t = bytes.TrimRight(t[:len(t)-1], " \t\r\n")
+	k := bytes.LastIndex(t, []byte(`"id"`))
+	if k < 0 {
+		return nil
+	}
+	v := bytes.TrimSpace(t[k+4:])
+	if len(v) == 0 || v[0] != ':' {
+		return nil
+	}
+	v = bytes.TrimSpace(v[1:])
+	if json.Valid(v) && (v[0] == '"' || v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) {
+		return v
+	}
+	return nil
+}

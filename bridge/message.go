@@ -1,0 +1,169 @@
+package bridge
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// MsgKind says what a JSON-RPC message is.
+type MsgKind int
+
+const (
+	Request MsgKind = iota + 1
+	Notification
+	Response
+)
+
+// Message is one JSON-RPC message from a client: compacted, checked and
+// classified once, on the way in.
+type Message struct {
+	Raw    []byte // compact JSON
+	Kind   MsgKind
+	Method string // for requests and notifications
+	f      fields
+}
+
+// ID is the raw id of a request or response, byte for byte as sent.
+func (m *Message) ID() []byte { return m.f.id.of(m.Raw) }
+
+// Methods the bridge treats specially.
+const (
+	MethodInitialize  = "initialize"
+	methodCancelled   = "notifications/cancelled"
+	methodProgress    = "notifications/progress"
+	methodLogMessage  = "notifications/message"
+	methodInitialized = "notifications/initialized"
+)
+
+// ParseBody checks an HTTP body and splits it into messages. A body is one
+// message or, as 2025-03-26 allows, a batch (a JSON array) of them. It never
+// returns an empty list without an error.
+//
+// HTTP bodies may be pretty-printed, but stdio framing forbids newlines
+// inside a message, so every message is compacted here (which also
+// validates it) before it can reach a child.
+func ParseBody(body []byte) (msgs []Message, batch bool, err error) {
+	var buf bytes.Buffer
+	buf.Grow(len(body))
+	if err := json.Compact(&buf, body); err != nil {
+		return nil, false, &Error{Kind: KindInvalid, Code: CodeParseError, Message: "Parse error: the body is not valid JSON", Err: err}
+	}
+	raw := buf.Bytes()
+	if raw[0] != '[' {
+		m, err := parseMessage(raw)
+		if err != nil {
+			return nil, false, err
+		}
+		return []Message{m}, false, nil
+	}
+	for i := 1; i < len(raw) && raw[i] != ']'; {
+		end := skipValue(raw, i)
+		m, err := parseMessage(raw[i:end:end])
+		if err != nil {
+			return nil, true, err
+		}
+		msgs = append(msgs, m)
+		i = end
+		if i < len(raw) && raw[i] == ',' {
+			i++
+		}
+	}
+	if len(msgs) == 0 {
+		return nil, true, invalid(CodeInvalidRequest, "Invalid Request: empty batch", nil)
+	}
+	return msgs, true, nil
+}
+
+func parseMessage(raw []byte) (Message, error) {
+	if raw[0] != '{' {
+		return Message{}, invalid(CodeInvalidRequest, "Invalid Request: a message must be a JSON object", nil)
+	}
+	f, err := scanFields(raw)
+	if err != nil {
+		return Message{}, invalid(CodeInvalidRequest, "Invalid Request: "+err.Error(), nil)
+	}
+	m := Message{Raw: raw, f: f}
+	id := f.id.of(raw)
+	if f.id.ok() && !validID(id) {
+		// "The ID MUST NOT be null" and must be a string or an integer.
+		return m, invalid(CodeInvalidRequest, "Invalid Request: id must be a string or a number", nil)
+	}
+	if !bytes.Equal(member(raw, "jsonrpc").of(raw), []byte(`"2.0"`)) {
+		return m, invalid(CodeInvalidRequest, `Invalid Request: "jsonrpc" must be "2.0"`, id)
+	}
+	switch {
+	case f.method.ok():
+		if err := json.Unmarshal(f.method.of(raw), &m.Method); err != nil || m.Method == "" {
+			return m, invalid(CodeInvalidRequest, "Invalid Request: method must be a non-empty string", id)
+		}
+		if p := f.params.of(raw); p != nil && p[0] != '{' && p[0] != '[' {
+			return m, invalid(CodeInvalidRequest, "Invalid Request: params must be an object or an array", id)
+		}
+		m.Kind = Notification
+		if f.id.ok() {
+			m.Kind = Request
+		}
+	case f.id.ok() && (f.result.ok() != f.error.ok()):
+		m.Kind = Response
+	default:
+		return m, invalid(CodeInvalidRequest, "Invalid Request: neither a request, a notification nor a response", id)
+	}
+	return m, nil
+}
+
+// validID: a JSON string or number.
+func validID(id []byte) bool {
+	return len(id) > 0 && (id[0] == '"' || id[0] == '-' || (id[0] >= '0' && id[0] <= '9'))
+}
+
+// progressToken finds params._meta.progressToken in a request.
+func progressToken(raw []byte, params span) []byte {
+	p := params.of(raw)
+	if p == nil || p[0] != '{' || !bytes.Contains(p, []byte("progressToken")) {
+		return nil
+	}
+	meta := member(p, "_meta").of(p)
+	if meta == nil || meta[0] != '{' {
+		return nil
+	}
+	return member(meta, "progressToken").of(meta)
+}
+
+// IsModernProbe reports whether a message is in the 2026-07-28 format: a
+// server/discover request, or one carrying its protocol version in _meta.
+func (m *Message) IsModernProbe() bool {
+	if m.Method == "server/discover" {
+		return true
+	}
+	p := m.f.params.of(m.Raw)
+	return p != nil && bytes.Contains(p, []byte(`"io.modelcontextprotocol/protocolVersion"`))
+}
+
+// Versions are the protocol versions whose HTTP rules the bridge knows,
+// oldest first.
+var Versions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+
+// KnownVersion reports whether v is one of Versions.
+func KnownVersion(v string) bool {
+	for _, k := range Versions {
+		if v == k {
+			return true
+		}
+	}
+	return false
+}
+
+// VersionAtLeast reports whether v is a known version no older than min,
+// judged by position in Versions rather than by comparing strings.
+func VersionAtLeast(v, min string) bool {
+	iv, im := -1, -1
+	for i, k := range Versions {
+		if k == v {
+			iv = i
+		}
+		if k == min {
+			im = i
+		}
+	}
+	return iv >= 0 && im >= 0 && iv >= im
+}

@@ -1,0 +1,67 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/mcp-bridge/mcp-bridge/bridge"
+)
+
+// httpError is what a handler returns when the request fails before any
+// response was written: a status, and a JSON-RPC error body for it.
+type httpError struct {
+	status int
+	code   int    // JSON-RPC error code
+	msg    string // shown to the client
+	id     []byte // request id, when known
+	header http.Header
+}
+
+func (e *httpError) Error() string { return strconv.Itoa(e.status) + " " + e.msg }
+
+// errorStatus maps a bridge error kind to its HTTP status: the one place
+// where bridge errors become HTTP.
+func errorStatus(k bridge.Kind) int {
+	switch k {
+	case bridge.KindInvalid:
+		return http.StatusBadRequest
+	case bridge.KindNotFound:
+		return http.StatusNotFound
+	case bridge.KindConflict:
+		return http.StatusConflict
+	case bridge.KindUnavailable:
+		return http.StatusServiceUnavailable
+	case bridge.KindTooLarge:
+		return http.StatusRequestEntityTooLarge
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// toHTTPError turns any handler error into an httpError.
+func toHTTPError(err error) *httpError {
+	var he *httpError
+	if errors.As(err, &he) {
+		return he
+	}
+	var be *bridge.Error
+	if errors.As(err, &be) {
+		he := &httpError{status: errorStatus(be.Kind), code: be.Code, msg: be.Message, id: be.ID}
+		if be.Kind == bridge.KindUnavailable {
+			// Sessions end all the time; a moment later there is room.
+			he.header = http.Header{"Retry-After": {"1"}}
+		}
+		return he
+	}
+	return &httpError{status: http.StatusInternalServerError, code: bridge.CodeInternalError, msg: "internal error"}
+}
+
+func writeError(w http.ResponseWriter, e *httpError) {
+	for k, v := range e.header {
+		w.Header()[k] = v
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(e.status)
+	_, _ = w.Write(bridge.ErrorBody(&bridge.Error{Code: e.code, Message: e.msg, ID: e.id}))
+}

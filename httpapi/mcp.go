@@ -1,0 +1,303 @@
+package httpapi
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/mcp-bridge/mcp-bridge/bridge"
+)
+
+// mcpHandler serves the Streamable HTTP endpoint (MCP 2025-03-26 to
+// 2025-11-25).
+type mcpHandler struct {
+	opts Options
+	b    *bridge.Bridge
+	log  *slog.Logger
+}
+
+// serve adapts a handler that returns an error, as tsweb does: an error
+// returned means nothing was written yet, and becomes a status and a
+// JSON-RPC error body.
+func (h *mcpHandler) serve(f func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := f(w, r); err != nil {
+			he := toHTTPError(err)
+			lvl := slog.LevelDebug
+			if he.status >= 500 {
+				lvl = slog.LevelError
+			}
+			h.log.Log(r.Context(), lvl, "request refused", "method", r.Method, "status", he.status, "err", err)
+			writeError(w, he)
+		}
+	}
+}
+
+const headerSession = "Mcp-Session-Id"
+
+func (h *mcpHandler) post(w http.ResponseWriter, r *http.Request) error {
+	wantJSON, wantSSE := accepts(r.Header.Get("Accept"))
+	if !wantJSON && !wantSSE {
+		return &httpError{status: http.StatusNotAcceptable, code: bridge.CodeInvalidRequest,
+			msg: "Not Acceptable: the Accept header must include application/json or text/event-stream (MCP clients send both)"}
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		return &httpError{status: http.StatusUnsupportedMediaType, code: bridge.CodeInvalidRequest,
+			msg: "Unsupported Media Type: Content-Type must be application/json"}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &httpError{status: http.StatusRequestEntityTooLarge, code: bridge.CodeInvalidRequest,
+				msg: "Request Entity Too Large: the body is over the limit of " + byteSize(mbe.Limit) + " (--max-body-bytes)"}
+		}
+		return &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest, msg: "Bad Request: reading the body failed"}
+	}
+	msgs, batch, err := bridge.ParseBody(body)
+	if err != nil {
+		return err
+	}
+	// Only the "auto" and "sse" modes can carry messages before the
+	// response; a client that takes only JSON gets only its responses.
+	jsonOnly := !wantSSE || h.opts.ResponseMode == ModeJSON
+	sid := r.Header.Get(headerSession)
+
+	if hasInitialize(msgs) {
+		if batch {
+			return &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest,
+				msg: "Invalid Request: initialize must not be part of a JSON-RPC batch"}
+		}
+		if sid != "" {
+			return &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest, id: msgs[0].ID(),
+				msg: "Invalid Request: this request carries a session id; initialize starts a new session and must be sent without one"}
+		}
+		sess, st, err := h.b.Initialize(msgs[0], jsonOnly)
+		if err != nil {
+			return err
+		}
+		// "A server using the Streamable HTTP transport MAY assign a
+		// session ID at initialization time, by including it in an
+		// Mcp-Session-Id header on the HTTP response containing the
+		// InitializeResult."
+		w.Header().Set(headerSession, sess.ID())
+		return h.respond(w, r, st, false, wantJSON, wantSSE)
+	}
+
+	if sid == "" {
+		msg := "Bad Request: Mcp-Session-Id header is required (send initialize first to start a session)"
+		if msgs[0].IsModernProbe() {
+			// SPEC 1.6 item 10: a dual-era client reads a 4xx whose body is
+			// not a 2026-07-28 error as "fall back to initialize".
+			msg = "Bad Request: this bridge serves MCP 2024-11-05 to 2025-11-25 sessions; start one with initialize"
+		}
+		return &httpError{status: http.StatusBadRequest, code: bridge.CodeSessionRequired, msg: msg}
+	}
+	sess, err := h.b.Session(sid)
+	if err != nil {
+		return err
+	}
+	if err := checkVersion(r); err != nil {
+		return err
+	}
+	if batch && sess.Version() != "2025-03-26" {
+		// Batching exists only in 2025-03-26; 2025-06-18 removed it.
+		return &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest,
+			msg: "Invalid Request: JSON-RPC batches are not supported in protocol version " + sess.Version()}
+	}
+	st, err := sess.Send(msgs, jsonOnly)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		// Only notifications and responses: "the server MUST return HTTP
+		// status code 202 Accepted with no body".
+		w.WriteHeader(http.StatusAccepted)
+		return nil
+	}
+	return h.respond(w, r, st, batch, wantJSON, wantSSE)
+}
+
+// respond writes the responses to a POST's requests as JSON or SSE.
+func (h *mcpHandler) respond(w http.ResponseWriter, r *http.Request, st *bridge.Stream, batch, wantJSON, wantSSE bool) error {
+	mode := h.opts.ResponseMode
+	switch {
+	case !wantSSE:
+		mode = ModeJSON
+	case !wantJSON:
+		mode = ModeSSE
+	}
+	ctx := r.Context()
+	var msgs [][]byte
+	final := false
+	switch mode {
+	case ModeJSON:
+		for !final {
+			if err := st.Wait(ctx, nil); err != nil {
+				st.Detach() // the client left; the answer stays with the session
+				return nil
+			}
+			msgs, final = st.Take(msgs)
+		}
+		writeJSON(w, msgs, batch)
+		return nil
+	case ModeAuto:
+		// Hold the response until the child's first message for it: the
+		// response itself goes out as plain JSON, the cheapest form; a
+		// notification or a request first (progress, logging, sampling),
+		// or silence past SSEDelay, makes it a stream.
+		t := time.NewTimer(h.opts.SSEDelay)
+		err := st.Wait(ctx, t.C)
+		t.Stop()
+		if err != nil {
+			st.Detach()
+			return nil
+		}
+		msgs, final = st.Take(msgs)
+		if final && !batch && len(msgs) == 1 {
+			writeJSON(w, msgs, false)
+			return nil
+		}
+	}
+	h.stream(w, r, st, msgs, final)
+	return nil
+}
+
+// stream writes a Stream as SSE until it is complete or the client leaves.
+func (h *mcpHandler) stream(w http.ResponseWriter, r *http.Request, st *bridge.Stream, msgs [][]byte, final bool) {
+	sw, err := startSSE(w, h.opts.WriteTimeout)
+	if err != nil {
+		st.Detach()
+		return
+	}
+	keepAlive := time.NewTicker(h.opts.KeepAlive)
+	defer keepAlive.Stop()
+	for {
+		for i, m := range msgs {
+			sw.message(m)
+			msgs[i] = nil
+		}
+		msgs = msgs[:0]
+		if err := sw.flush(); err != nil {
+			st.Detach()
+			return
+		}
+		if final {
+			return
+		}
+		if err := st.Wait(r.Context(), keepAlive.C); err != nil {
+			st.Detach()
+			return
+		}
+		msgs, final = st.Take(msgs)
+		if len(msgs) == 0 && !final {
+			sw.comment("keep-alive")
+		}
+	}
+}
+
+func (h *mcpHandler) get(w http.ResponseWriter, r *http.Request) error {
+	if _, sse := accepts(r.Header.Get("Accept")); !sse {
+		return &httpError{status: http.StatusNotAcceptable, code: bridge.CodeInvalidRequest,
+			msg: "Not Acceptable: the Accept header must include text/event-stream"}
+	}
+	sess, err := h.session(r)
+	if err != nil {
+		return err
+	}
+	st, err := sess.OpenStream()
+	if err != nil {
+		return err
+	}
+	h.stream(w, r, st, nil, false)
+	return nil
+}
+
+func (h *mcpHandler) delete(w http.ResponseWriter, r *http.Request) error {
+	sess, err := h.session(r)
+	if err != nil {
+		return err
+	}
+	sess.Close()
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// session finds the request's session: 400 without an id, 404 for an
+// unknown or ended one.
+func (h *mcpHandler) session(r *http.Request) (*bridge.Session, error) {
+	sid := r.Header.Get(headerSession)
+	if sid == "" {
+		return nil, &httpError{status: http.StatusBadRequest, code: bridge.CodeSessionRequired,
+			msg: "Bad Request: Mcp-Session-Id header is required"}
+	}
+	sess, err := h.b.Session(sid)
+	if err != nil {
+		return nil, err
+	}
+	return sess, checkVersion(r)
+}
+
+// checkVersion: "If the server receives a request with an invalid or
+// unsupported MCP-Protocol-Version, it MUST respond with 400 Bad Request."
+// A missing header means 2025-03-26, which is supported.
+func checkVersion(r *http.Request) error {
+	v := r.Header.Get("Mcp-Protocol-Version")
+	if v == "" || bridge.KnownVersion(v) {
+		return nil
+	}
+	return &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest,
+		msg: "Bad Request: unsupported MCP-Protocol-Version " + quote(v) + " (supported: " + strings.Join(bridge.Versions, ", ") + ")"}
+}
+
+func hasInitialize(msgs []bridge.Message) bool {
+	for i := range msgs {
+		if msgs[i].Method == bridge.MethodInitialize {
+			return true
+		}
+	}
+	return false
+}
+
+// accepts reports which of the two MCP response types the Accept header
+// allows. "*/*" and "application/*" / "text/*" count.
+func accepts(header string) (jsonOK, sseOK bool) {
+	for _, part := range strings.Split(header, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil || params["q"] == "0" {
+			continue
+		}
+		switch mt {
+		case "*/*":
+			jsonOK, sseOK = true, true
+		case "application/json", "application/*":
+			jsonOK = true
+		case "text/event-stream", "text/*":
+			sseOK = true
+		}
+	}
+	return jsonOK, sseOK
+}
+
+func writeJSON(w http.ResponseWriter, msgs [][]byte, batch bool) {
+	w.Header().Set("Content-Type", "application/json")
+	if !batch && len(msgs) == 1 {
+		w.Header().Set("Content-Length", itoa(len(msgs[0])))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(msgs[0])
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	buf := []byte{'['}
+	for i, m := range msgs {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, m...)
+	}
+	_, _ = w.Write(append(buf, ']'))
+}

@@ -1,0 +1,168 @@
+// Package httpapi owns the bridge's HTTP surface: the MCP Streamable HTTP
+// endpoint (POST, GET, DELETE), the SSE writer, the Origin and Host checks,
+// body limits and the health endpoint. It turns HTTP into bridge calls and
+// bridge errors into HTTP statuses, in one place (errorStatus).
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/mcp-bridge/mcp-bridge/bridge"
+)
+
+// Response modes for requests (Options.ResponseMode).
+const (
+	ModeAuto = "auto" // JSON when the response comes first, else SSE
+	ModeSSE  = "sse"  // always an SSE stream
+	ModeJSON = "json" // always one JSON body (nothing can precede the response)
+)
+
+// Defaults for the zero values of Options.
+const (
+	DefaultPath         = "/mcp"
+	DefaultMaxBodyBytes = 4 << 20 // the go-sdk's DefaultMaxRequestBodyBytes
+	DefaultSSEDelay     = 50 * time.Millisecond
+	DefaultKeepAlive    = 15 * time.Second
+	DefaultWriteTimeout = 30 * time.Second
+)
+
+// Options configures the HTTP API. Only Bridge is required.
+type Options struct {
+	// Bridge serves the sessions.
+	Bridge *bridge.Bridge
+	// Path of the MCP endpoint. Default "/mcp".
+	Path string
+	// MaxBodyBytes caps a POST body; over it the answer is 413. Default 4 MiB.
+	MaxBodyBytes int64
+	// ResponseMode is ModeAuto (default), ModeSSE or ModeJSON.
+	ResponseMode string
+	// SSEDelay is how long, in ModeAuto, a request waits for the child's
+	// first message before its response becomes an SSE stream, so long
+	// calls get their first byte early. Default 50 ms.
+	SSEDelay time.Duration
+	// KeepAlive is the interval of SSE comment keep-alives, which stop
+	// proxies and load balancers from closing quiet streams. Default 15 s.
+	KeepAlive time.Duration
+	// WriteTimeout bounds each write to a client, so a client that stopped
+	// reading cannot pin a handler for ever. Default 30 s. (There is
+	// deliberately no server-wide WriteTimeout: it would cut SSE streams.)
+	WriteTimeout time.Duration
+	// AllowedOrigins lists the browser origins allowed besides loopback
+	// ones (exact, or a pattern with *, e.g. "https://*.example.com").
+	// A request whose Origin header is present and not allowed gets 403:
+	// the DNS-rebinding defence MCP requires.
+	AllowedOrigins []string
+	// LoopbackOnly refuses (403) any Host header that does not name a
+	// loopback address, the other half of the DNS-rebinding defence. Set it
+	// when the listener is on a loopback address.
+	LoopbackOnly bool
+	// Logger is the logger. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Handler returns the bridge's HTTP handler.
+func Handler(opts Options) (http.Handler, error) {
+	if opts.Bridge == nil {
+		return nil, errors.New("httpapi: no bridge")
+	}
+	if opts.Path == "" {
+		opts.Path = DefaultPath
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	switch opts.ResponseMode {
+	case "":
+		opts.ResponseMode = ModeAuto
+	case ModeAuto, ModeSSE, ModeJSON:
+	default:
+		return nil, fmt.Errorf("httpapi: response mode %q: want auto, sse or json", opts.ResponseMode)
+	}
+	if opts.SSEDelay <= 0 {
+		opts.SSEDelay = DefaultSSEDelay
+	}
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = DefaultKeepAlive
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	origins, err := newOriginMatcher(opts.AllowedOrigins)
+	if err != nil {
+		return nil, err
+	}
+	h := &mcpHandler{opts: opts, b: opts.Bridge, log: opts.Logger}
+
+	r := chi.NewRouter()
+	r.Use(middleware.Recoverer)
+	r.Use(guard{origins: origins, loopbackOnly: opts.LoopbackOnly}.middleware)
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+	})
+	r.Post(opts.Path, h.serve(h.post))
+	r.Get(opts.Path, h.serve(h.get))
+	r.Delete(opts.Path, h.serve(h.delete))
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		writeError(w, &httpError{status: http.StatusMethodNotAllowed, code: bridge.CodeInvalidRequest, msg: "Method Not Allowed"})
+	})
+	return r, nil
+}
+
+// Server is an HTTP server for the handler, with Open/Close/URL so tests
+// can run it on port 0.
+type Server struct {
+	Addr    string // host:port; port 0 picks one
+	Handler http.Handler
+
+	ln  net.Listener
+	srv *http.Server
+	err chan error
+}
+
+// Open starts listening and serving.
+func (s *Server) Open() error {
+	ln, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		return fmt.Errorf("httpapi: listen on %s: %w", s.Addr, err)
+	}
+	s.ln = ln
+	s.srv = &http.Server{
+		Handler:           s.Handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+	s.err = make(chan error, 1)
+	go func() { s.err <- s.srv.Serve(ln) }()
+	return nil
+}
+
+// URL is the server's base URL.
+func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
+
+// Shutdown stops accepting and waits for handlers until ctx ends, then
+// closes every connection left.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.srv.Shutdown(ctx)
+	if err != nil {
+		s.srv.Close()
+	}
+	if serr := <-s.err; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		return serr
+	}
+	return err
+}

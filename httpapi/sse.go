@@ -1,0 +1,61 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+)
+
+// sseWriter writes one MCP SSE stream. It is written by hand rather than
+// with r3labs/sse (the design card's SSE library) because MCP streams need
+// what that library cannot do (LIBS.md §1): a stream per POST that ends
+// after its response, exactly one reader per stream with no broadcast,
+// events with empty data, bounded buffers, per-write deadlines, and no
+// goroutine per stream left behind when it closes.
+type sseWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	buf     []byte
+}
+
+// startSSE sends the stream's headers at once, so the client sees the
+// stream open before the first event.
+func startSSE(w http.ResponseWriter, timeout time.Duration) (*sseWriter, error) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	// nginx buffers proxied responses unless told not to; an SSE event
+	// stuck in a proxy buffer is a hung call for the client.
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	s := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: timeout}
+	return s, s.flush()
+}
+
+// message queues one JSON-RPC message as an SSE event. JSON from the
+// bridge is always a single line, so one data field carries it.
+func (s *sseWriter) message(data []byte) {
+	s.buf = append(s.buf, "event: message\ndata: "...)
+	s.buf = append(s.buf, data...)
+	s.buf = append(s.buf, '\n', '\n')
+}
+
+// comment queues a comment line, which clients ignore: a keep-alive.
+func (s *sseWriter) comment(text string) {
+	s.buf = append(s.buf, ": "...)
+	s.buf = append(s.buf, text...)
+	s.buf = append(s.buf, '\n', '\n')
+}
+
+// flush writes what is queued and pushes it to the client now: an SSE
+// event held in a buffer is an event late.
+func (s *sseWriter) flush() error {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	if len(s.buf) > 0 {
+		if _, err := s.w.Write(s.buf); err != nil {
+			return err
+		}
+		s.buf = s.buf[:0]
+	}
+	return s.rc.Flush()
+}

@@ -1,0 +1,474 @@
+// Package stdio owns one child process that speaks newline-delimited
+// JSON-RPC on its stdin and stdout: spawning it in a process group of its own
+// with an explicit environment, framing what it writes, draining its stderr,
+// and stopping it so that nothing it started is left behind, orphan or
+// zombie. It knows nothing of HTTP, sessions or JSON-RPC semantics.
+package stdio
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Defaults for the zero values of Options.
+const (
+	DefaultMaxLineBytes  = 16 << 20 // the go-sdk's StdioTransport limit
+	DefaultStderrLines   = 50
+	DefaultStderrLineMax = 4 << 10
+	DefaultStopGrace     = 2 * time.Second
+	// oversizeKeep is how much of the start and the end of an oversize line
+	// is kept, so the caller can still find the id of the response it was.
+	oversizeKeep = 4 << 10
+)
+
+// ErrClosed is returned by Write once the child's stdin is closed.
+var ErrClosed = errors.New("child stdin closed")
+
+// Options configures a child. The zero value of every field but Argv works.
+type Options struct {
+	// Argv is the program and its arguments. No shell is involved, so
+	// nothing in an argument is interpreted.
+	Argv []string
+	// Dir is the working directory; empty means the bridge's own.
+	Dir string
+	// Env is the child's entire environment. Nil means an empty one: the
+	// child never inherits the bridge's environment implicitly, because that
+	// holds the bridge's own secrets (see Environ).
+	Env []string
+	// MaxLineBytes caps one stdout line (one JSON-RPC message). A longer
+	// line is discarded up to its newline and reported to OnOversize.
+	// Default 16 MiB.
+	MaxLineBytes int
+	// StderrLines is how many of the last stderr lines are kept for
+	// StderrTail. Default 50.
+	StderrLines int
+	// StopGrace is each of the two waits in Stop: after closing stdin and
+	// after SIGTERM. Default 2 s.
+	StopGrace time.Duration
+	// Logger receives stderr lines and framing problems; the child's pid
+	// is added to it. Default slog.Default().
+	Logger *slog.Logger
+	// OnMessage is called on the child's reader goroutine, in order, for
+	// every stdout line that looks like JSON, with surrounding white space
+	// removed. msg is valid only during the call: the reader reuses it.
+	OnMessage func(msg []byte)
+	// OnOversize is called on the reader goroutine for every line over
+	// MaxLineBytes, after it has been skipped.
+	OnOversize func(Oversize)
+}
+
+// Oversize describes a stdout line that was over the cap and was dropped.
+type Oversize struct {
+	Size int64  // bytes in the line, newline excluded
+	Head []byte // its first bytes (up to 4 KiB)
+	Tail []byte // its last bytes (up to 4 KiB)
+}
+
+// Child is one running child process. Its methods are safe for concurrent use.
+type Child struct {
+	opts   Options
+	cmd    *exec.Cmd
+	pid    int
+	log    *slog.Logger
+	stdin  *os.File
+	stdout *os.File
+	stderr *os.File
+
+	writeMu sync.Mutex // one writer on stdin: serialises every message
+	wbuf    []byte     // reused to write a message and its newline at once
+	closed  bool       // stdin closed; guarded by writeMu
+
+	// reapMu orders signals to the group against reaping the leader: until
+	// the leader is reaped its pid, which is the group id, cannot be reused,
+	// so a group signal sent under reapMu with reaped false is never sent
+	// to a stranger.
+	reapMu sync.Mutex
+	reaped bool
+
+	stopOnce sync.Once
+	done     chan struct{} // closed when the child is reaped and stdout is read to its end
+	err      error         // how it ended; set before done closes
+
+	tailMu sync.Mutex
+	tail   []string // ring of the last stderr lines
+	next   int
+
+	skipped atomic.Int64 // non-JSON stdout lines skipped
+}
+
+// Start spawns the child. Its stdout and stderr are read until the child
+// and everything in its process group are gone.
+func Start(opts Options) (*Child, error) {
+	if len(opts.Argv) == 0 || opts.Argv[0] == "" {
+		return nil, errors.New("stdio: empty command")
+	}
+	if opts.MaxLineBytes <= 0 {
+		opts.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if opts.StderrLines <= 0 {
+		opts.StderrLines = DefaultStderrLines
+	}
+	if opts.StopGrace <= 0 {
+		opts.StopGrace = DefaultStopGrace
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.OnMessage == nil {
+		opts.OnMessage = func([]byte) {}
+	}
+
+	// Plain os.Pipe pairs rather than cmd.StdoutPipe: exec then hands the
+	// files straight to the child with no copying goroutines, Wait does not
+	// close our read ends under the reader (golang/go#60309), and our stdin
+	// end is pollable, so Close unblocks a Write stuck on a child that does
+	// not read.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("stdio: stdin pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW)
+		return nil, fmt.Errorf("stdio: stdout pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW, outR, outW)
+		return nil, fmt.Errorf("stdio: stderr pipe: %w", err)
+	}
+
+	cmd := exec.Command(opts.Argv[0], opts.Argv[1:]...)
+	cmd.Dir = opts.Dir
+	cmd.Env = opts.Env
+	if cmd.Env == nil {
+		cmd.Env = []string{} // nil would mean "inherit everything"
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	// The child leads a process group of its own, so stopping it reaches
+	// everything it started (npx -> sh -> node), and a terminal's Ctrl-C
+	// reaches only the bridge, which then stops children in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	if err := startRegistered(cmd); err != nil {
+		closeAll(inR, inW, outR, outW, errR, errW)
+		return nil, fmt.Errorf("stdio: start %q: %w", opts.Argv[0], err)
+	}
+	// The child holds its own copies now; ours would keep EOF from coming.
+	closeAll(inR, outW, errW)
+
+	c := &Child{
+		opts:   opts,
+		cmd:    cmd,
+		pid:    cmd.Process.Pid,
+		stdin:  inW,
+		stdout: outR,
+		stderr: errR,
+		done:   make(chan struct{}),
+		tail:   make([]string, 0, opts.StderrLines),
+	}
+	c.log = opts.Logger.With("child_pid", c.pid)
+
+	stdoutDone := make(chan struct{})
+	stderrDone := make(chan struct{})
+	go func() { defer close(stdoutDone); c.readStdout() }()
+	go func() { defer close(stderrDone); c.drainStderr() }()
+	go c.supervise(stdoutDone, stderrDone)
+	return c, nil
+}
+
+// Pid is the child's process id, which is also its process group id.
+func (c *Child) Pid() int { return c.pid }
+
+// Done is closed once the child has exited, has been reaped, and every line
+// it wrote to stdout has been handed to OnMessage.
+func (c *Child) Done() <-chan struct{} { return c.done }
+
+// Err says how the child ended: nil for exit status 0, else an
+// *exec.ExitError or the error that stopped it. Valid once Done is closed.
+func (c *Child) Err() error {
+	<-c.done
+	return c.err
+}
+
+// SkippedLines is how many non-JSON stdout lines were skipped.
+func (c *Child) SkippedLines() int64 { return c.skipped.Load() }
+
+// Write sends one message. msg must be a single line of JSON (compact it
+// first); Write adds the newline. Messages from concurrent callers never
+// interleave.
+func (c *Child) Write(msg []byte) error {
+	if bytes.IndexByte(msg, '\n') >= 0 {
+		return errors.New("stdio: message contains a newline")
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	var err error
+	if len(msg) <= 64<<10 {
+		c.wbuf = append(append(c.wbuf[:0], msg...), '\n')
+		_, err = c.stdin.Write(c.wbuf)
+	} else { // not worth copying: two writes under the same lock
+		if _, err = c.stdin.Write(msg); err == nil {
+			_, err = c.stdin.Write([]byte{'\n'})
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("stdio: write to child %d: %w", c.pid, err)
+	}
+	return nil
+}
+
+// Stop ends the child the way the MCP stdio transport says a client should:
+// "the client SHOULD initiate shutdown by first closing the input stream to
+// the child process, waiting for the server to exit, or sending SIGTERM if
+// the server does not exit within a reasonable time; the client SHOULD send
+// SIGKILL if the server does not exit within a reasonable time after
+// SIGTERM". Signals go to the whole process group. Stop returns once the
+// child is reaped, or early with ctx's error while the escalation goes on
+// (when ctx ends, the group gets SIGKILL at once). It is safe to call more
+// than once and after the child has exited.
+func (c *Child) Stop(ctx context.Context) error {
+	c.stopOnce.Do(func() {
+		c.closeStdin()
+		go c.escalate()
+	})
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		c.signalGroup(syscall.SIGKILL)
+		return fmt.Errorf("stdio: stop child %d: %w", c.pid, ctx.Err())
+	}
+}
+
+// Kill sends SIGKILL to the child's process group at once.
+func (c *Child) Kill() {
+	c.closeStdin()
+	c.signalGroup(syscall.SIGKILL)
+}
+
+// escalate runs the grace periods of Stop. It exits when the child is gone.
+func (c *Child) escalate() {
+	t := time.NewTimer(c.opts.StopGrace)
+	defer t.Stop()
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+			c.log.Info("child did not exit in time; signalling its group", "signal", sig.String())
+			c.signalGroup(sig)
+			t.Reset(c.opts.StopGrace)
+		}
+	}
+}
+
+func (c *Child) closeStdin() {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	if !c.closed {
+		c.closed = true
+		c.stdin.Close()
+	}
+}
+
+// signalGroup signals the child's process group if its leader has not been
+// reaped yet (see reapMu).
+func (c *Child) signalGroup(sig syscall.Signal) {
+	c.reapMu.Lock()
+	defer c.reapMu.Unlock()
+	if !c.reaped {
+		_ = syscall.Kill(-c.pid, sig)
+	}
+}
+
+// supervise waits for the leader to exit, kills whatever it left in its
+// group, reaps it, and closes done once stdout is read to its end.
+func (c *Child) supervise(stdoutDone, stderrDone <-chan struct{}) {
+	// Wait for the exit without reaping, so the group id stays ours while
+	// the leftovers are killed: anything still in the group once the leader
+	// is gone is an orphan nobody else will stop.
+	waitExitNoReap(c.pid)
+	c.reapMu.Lock()
+	_ = syscall.Kill(-c.pid, syscall.SIGKILL)
+	err := c.cmd.Wait()
+	c.reaped = true
+	c.reapMu.Unlock()
+	unregister(c.pid)
+
+	// Everything in the group is dead, so stdout reaches EOF as soon as the
+	// reader has drained what the child wrote. Only a process that left the
+	// group (setsid) can still hold the pipe; don't wait for it for ever.
+	bound := time.NewTimer(c.opts.StopGrace)
+	defer bound.Stop()
+	for _, ch := range []<-chan struct{}{stdoutDone, stderrDone} {
+		select {
+		case <-ch:
+		case <-bound.C:
+			c.log.Warn("a process outside the child's group holds its output open; closing it")
+			c.stdout.Close()
+			c.stderr.Close()
+			<-ch
+		}
+	}
+	c.stdout.Close()
+	c.stderr.Close()
+	c.closeStdin()
+	c.err = err
+	close(c.done)
+}
+
+// readStdout frames stdout into lines. It reads with a bufio.Reader rather
+// than a bufio.Scanner because a Scanner stops for good at its first line
+// over the limit; here an oversize line is skipped and reading goes on.
+func (c *Child) readStdout() {
+	br := bufio.NewReaderSize(c.stdout, 64<<10)
+	var (
+		acc  []byte // a line longer than the reader's buffer, being gathered
+		over bool   // the current line is over the cap and being skipped
+		size int64
+		head []byte
+		tail []byte
+	)
+	for {
+		chunk, err := br.ReadSlice('\n')
+		end := err == nil // chunk ends the line
+		if err != nil && err != bufio.ErrBufferFull {
+			if err != io.EOF && !errors.Is(err, os.ErrClosed) {
+				c.log.Warn("reading child stdout", "err", err)
+			}
+			if len(chunk) == 0 && len(acc) == 0 && !over {
+				return
+			}
+			end = true // a last line without its newline
+		}
+		switch {
+		case over:
+			size += int64(len(chunk))
+			tail = keepTail(tail, chunk)
+		case len(acc)+len(chunk) > c.opts.MaxLineBytes:
+			over = true
+			size = int64(len(acc) + len(chunk))
+			head = append([]byte(nil), firstN(append(acc, chunk...), oversizeKeep)...)
+			tail = keepTail(nil, chunk)
+			acc = nil
+		case end && acc == nil:
+			c.deliver(chunk) // the common case: no copy at all
+		default:
+			acc = append(acc, chunk...)
+		}
+		if end {
+			if over {
+				if bytes.HasSuffix(tail, []byte{'\n'}) {
+					size--
+					tail = tail[:len(tail)-1]
+				}
+				c.log.Warn("child wrote a line over the size cap; skipped it", "bytes", size, "max_bytes", c.opts.MaxLineBytes)
+				if c.opts.OnOversize != nil {
+					c.opts.OnOversize(Oversize{Size: size, Head: head, Tail: tail})
+				}
+				over, size, head, tail = false, 0, nil, nil
+			} else if acc != nil {
+				c.deliver(acc)
+				acc = acc[:0]
+				if cap(acc) > 1<<20 {
+					acc = nil // don't pin a big buffer for the child's whole life
+				}
+			}
+		}
+		if err != nil && err != bufio.ErrBufferFull {
+			return
+		}
+	}
+}
+
+func (c *Child) deliver(line []byte) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return
+	}
+	if line[0] != '{' && line[0] != '[' {
+		// MCP says a server MUST NOT write anything but messages to
+		// stdout, yet banners and stray prints are common; one bad line
+		// must not end the session.
+		c.skipped.Add(1)
+		c.log.Warn("child wrote a non-JSON line to stdout; skipped it", "line", string(firstN(line, 200)))
+		return
+	}
+	c.opts.OnMessage(line)
+}
+
+// drainStderr reads stderr for the child's whole life, because a child
+// blocks once the pipe buffer (64 KiB) fills. Lines go to the log and to the
+// ring that StderrTail reads.
+func (c *Child) drainStderr() {
+	br := bufio.NewReaderSize(c.stderr, DefaultStderrLineMax)
+	skipping := false // the rest of a line over the cap
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 && !skipping {
+			line := string(bytes.TrimRight(chunk, "\r\n"))
+			c.log.Info("child stderr", "line", line)
+			c.remember(line)
+		}
+		skipping = err == bufio.ErrBufferFull
+		if err != nil && err != bufio.ErrBufferFull {
+			return
+		}
+	}
+}
+
+func (c *Child) remember(line string) {
+	c.tailMu.Lock()
+	defer c.tailMu.Unlock()
+	if len(c.tail) < c.opts.StderrLines {
+		c.tail = append(c.tail, line)
+		return
+	}
+	c.tail[c.next] = line
+	c.next = (c.next + 1) % len(c.tail)
+}
+
+// StderrTail returns the last stderr lines, oldest first.
+func (c *Child) StderrTail() []string {
+	c.tailMu.Lock()
+	defer c.tailMu.Unlock()
+	out := make([]string, 0, len(c.tail))
+	out = append(out, c.tail[c.next:]...)
+	return append(out, c.tail[:c.next]...)
+}
+
+func keepTail(tail, chunk []byte) []byte {
+	tail = append(tail, chunk...)
+	if len(tail) > oversizeKeep {
+		tail = append(tail[:0], tail[len(tail)-oversizeKeep:]...)
+	}
+	return tail
+}
+
+func firstN(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
