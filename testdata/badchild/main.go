@@ -1,0 +1,488 @@
+// Command badchild is a stdio MCP server that misbehaves on request, so that
+// mcp-bridge's tests can meet, through a real child process, each wire habit
+// a real stdio server has been seen to have.
+//
+// It reads newline-delimited JSON-RPC 2.0 from stdin and writes it to stdout.
+// The loop is hand-written rather than built on an SDK because the tests
+// depend on exact bytes: key order, id spelling, stray lines.
+//
+// Methods: initialize, ping, tools/list, logging/setLevel, tools/call.
+// Each tools/call runs in its own goroutine, so a call waiting on the client
+// (sample) or on the clock (slow) does not stop stdin being read.
+//
+// Tools (arguments in params.arguments):
+//
+//	echo {message}             answers message, with "id" as the LAST key (as the TypeScript SDK does)
+//	big {bytes, id_first}      answers a text of that many 'x', streamed; id first or last
+//	garbage {lines}            writes that many non-JSON lines and a blank line, then answers
+//	stderr_flood {lines}       writes that many lines to stderr, then answers "done"
+//	crash {code, stderr}       writes stderr, then exits with code without answering
+//	fork {}                    starts a grandchild in the same process group; answers its pid
+//	slow {ms, steps}           sends progress (if _meta.progressToken) and log notifications
+//	                           per step over ms in total, then answers "slow done"
+//	sample {prompt}            sends sampling/createMessage to the client, answers the sampled text
+//	notify {method, params}    writes that notification, then answers "ok"
+//	env {}                     answers os.Environ() joined by "\n"
+//	pid {}                     answers os.Getpid()
+//	cancels {}                 answers a JSON array of the requestIds seen in notifications/cancelled
+//
+// Flags: -ignore-term, -ignore-eof, -banner, -exit-after-init, -stderr-at-start N.
+// Run as "badchild grandchild" it blocks until killed; that is what fork starts.
+// By default it exits 0 on stdin EOF once in-flight calls have ended.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// message is any JSON-RPC message; which fields are set says which kind.
+type message struct {
+	ID     json.RawMessage `json:"id,omitempty"`
+	Method string          `json:"method,omitempty"`
+	Params json.RawMessage `json:"params,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  json.RawMessage `json:"error,omitempty"`
+}
+
+// server holds the state shared by the read loop and the tool goroutines.
+type server struct {
+	mu  sync.Mutex // guards out, so each JSON-RPC line is written whole
+	out *bufio.Writer
+
+	stateMu  sync.Mutex
+	pending  map[string]chan message  // our requests to the client, by raw id
+	inflight map[string]chan struct{} // tools/call in progress, closed on cancel
+	cancels  []json.RawMessage
+
+	nextID    atomic.Int64
+	stdinDone chan struct{} // closed at stdin EOF: nobody will answer us any more
+	calls     sync.WaitGroup
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "grandchild" {
+		blockForever()
+	}
+	ignoreTerm := flag.Bool("ignore-term", false, "ignore SIGTERM, so only SIGKILL stops the process")
+	ignoreEOF := flag.Bool("ignore-eof", false, "keep running after stdin EOF until signalled")
+	banner := flag.Bool("banner", false, "print a non-JSON banner line to stdout at start")
+	exitAfterInit := flag.Bool("exit-after-init", false, "exit 3 right after answering initialize")
+	stderrAtStart := flag.Int("stderr-at-start", 0, "write this many stderr lines at start")
+	flag.Parse()
+
+	if *ignoreTerm {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	for i := 1; i <= *stderrAtStart; i++ {
+		fmt.Fprintf(os.Stderr, "stderr at start line %d\n", i)
+	}
+	s := &server{
+		out:       bufio.NewWriterSize(os.Stdout, 64<<10),
+		pending:   map[string]chan message{},
+		inflight:  map[string]chan struct{}{},
+		stdinDone: make(chan struct{}),
+	}
+	if *banner {
+		s.writeLine([]byte("badchild: starting up (this line is not JSON)"))
+	}
+	s.readLoop(os.Stdin, *exitAfterInit)
+	close(s.stdinDone)
+	s.calls.Wait()
+	if *ignoreEOF {
+		blockForever()
+	}
+}
+
+// blockForever sleeps rather than using select{}, which the runtime would
+// report as a deadlock once no other goroutine is left.
+func blockForever() {
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
+func (s *server) readLoop(r io.Reader, exitAfterInit bool) {
+	br := bufio.NewReader(r) // ReadBytes has no line limit, unlike bufio.Scanner
+	for {
+		line, err := br.ReadBytes('\n')
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			s.handle(line, exitAfterInit)
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				fmt.Fprintf(os.Stderr, "badchild: read stdin: %v\n", err)
+			}
+			return
+		}
+	}
+}
+
+func (s *server) handle(line []byte, exitAfterInit bool) {
+	var m message
+	if err := json.Unmarshal(line, &m); err != nil {
+		fmt.Fprintf(os.Stderr, "badchild: ignoring unparsable line: %v\n", err)
+		return
+	}
+	switch {
+	case m.Method == "" && len(m.ID) > 0:
+		s.deliverResponse(m)
+	case len(m.ID) == 0:
+		s.handleNotification(m)
+	case m.Method == "initialize":
+		s.initialize(m)
+		if exitAfterInit {
+			os.Exit(3)
+		}
+	case m.Method == "ping", m.Method == "logging/setLevel":
+		s.respond(m.ID, struct{}{}, false)
+	case m.Method == "tools/list":
+		s.respond(m.ID, map[string]any{"tools": toolList()}, false)
+	case m.Method == "tools/call":
+		done := make(chan struct{})
+		s.stateMu.Lock()
+		s.inflight[idKey(m.ID)] = done
+		s.stateMu.Unlock()
+		s.calls.Go(func() {
+			s.callTool(m, done)
+			s.stateMu.Lock()
+			delete(s.inflight, idKey(m.ID))
+			s.stateMu.Unlock()
+		})
+	default:
+		s.respondError(m.ID, -32601, "method not found: "+m.Method)
+	}
+}
+
+func (s *server) initialize(m message) {
+	var p struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	_ = json.Unmarshal(m.Params, &p) // a missing version falls back to the latest below
+	version := "2025-11-25"
+	if slices.Contains([]string{"2025-03-26", "2025-06-18", "2025-11-25"}, p.ProtocolVersion) {
+		version = p.ProtocolVersion
+	}
+	s.respond(m.ID, map[string]any{
+		"protocolVersion": version,
+		"capabilities":    map[string]any{"tools": map[string]any{"listChanged": true}, "logging": map[string]any{}},
+		"serverInfo":      map[string]any{"name": "badchild", "version": "0.0.1"},
+	}, false)
+}
+
+func (s *server) handleNotification(m message) {
+	if m.Method != "notifications/cancelled" {
+		return // notifications/initialized and the rest need nothing from us
+	}
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if err := json.Unmarshal(m.Params, &p); err != nil || len(p.RequestID) == 0 {
+		fmt.Fprintf(os.Stderr, "badchild: cancelled without requestId: %s\n", m.Params)
+		return
+	}
+	s.stateMu.Lock()
+	defer s.stateMu.Unlock()
+	s.cancels = append(s.cancels, p.RequestID)
+	if done, ok := s.inflight[idKey(p.RequestID)]; ok {
+		close(done)
+		delete(s.inflight, idKey(p.RequestID))
+	}
+}
+
+func (s *server) deliverResponse(m message) {
+	s.stateMu.Lock()
+	ch, ok := s.pending[idKey(m.ID)]
+	delete(s.pending, idKey(m.ID))
+	s.stateMu.Unlock()
+	if !ok {
+		fmt.Fprintf(os.Stderr, "badchild: response to unknown request %s\n", m.ID)
+		return
+	}
+	ch <- m
+}
+
+// callTool runs one tools/call. done is closed if the client cancels it.
+func (s *server) callTool(m message, done <-chan struct{}) {
+	var p struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Meta      struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		s.respondError(m.ID, -32602, "bad tools/call params: "+err.Error())
+		return
+	}
+	var a struct {
+		Message string          `json:"message"`
+		Bytes   int             `json:"bytes"`
+		IDFirst bool            `json:"id_first"`
+		Lines   int             `json:"lines"`
+		Code    int             `json:"code"`
+		Stderr  string          `json:"stderr"`
+		MS      int             `json:"ms"`
+		Steps   int             `json:"steps"`
+		Prompt  string          `json:"prompt"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params"`
+	}
+	if len(p.Arguments) > 0 {
+		if err := json.Unmarshal(p.Arguments, &a); err != nil {
+			s.respondError(m.ID, -32602, "bad arguments: "+err.Error())
+			return
+		}
+	}
+	switch p.Name {
+	case "echo":
+		s.respond(m.ID, textResult(a.Message), true)
+	case "big":
+		s.writeBig(m.ID, a.Bytes, a.IDFirst)
+	case "garbage":
+		s.mu.Lock()
+		for i := 1; i <= a.Lines; i++ {
+			fmt.Fprintf(s.out, "this is not json %d\n", i)
+		}
+		s.out.WriteString("\n")
+		s.out.Flush()
+		s.mu.Unlock()
+		s.respond(m.ID, textResult(fmt.Sprintf("wrote %d garbage lines", a.Lines)), false)
+	case "stderr_flood":
+		w := bufio.NewWriter(os.Stderr)
+		for i := 1; i <= a.Lines; i++ {
+			fmt.Fprintf(w, "stderr line %d\n", i)
+		}
+		w.Flush()
+		s.respond(m.ID, textResult("done"), false)
+	case "crash":
+		fmt.Fprint(os.Stderr, a.Stderr)
+		os.Exit(a.Code)
+	case "fork":
+		s.fork(m.ID)
+	case "slow":
+		s.slow(m.ID, p.Meta.ProgressToken, a.MS, a.Steps, done)
+	case "sample":
+		s.sample(m.ID, a.Prompt)
+	case "notify":
+		n := map[string]any{"jsonrpc": "2.0", "method": a.Method}
+		if len(a.Params) > 0 {
+			n["params"] = a.Params
+		}
+		s.writeJSON(n)
+		s.respond(m.ID, textResult("ok"), false)
+	case "env":
+		s.respond(m.ID, textResult(strings.Join(os.Environ(), "\n")), false)
+	case "pid":
+		s.respond(m.ID, textResult(strconv.Itoa(os.Getpid())), false)
+	case "cancels":
+		s.stateMu.Lock()
+		ids, _ := json.Marshal(s.cancels) // raw ids marshal as themselves
+		s.stateMu.Unlock()
+		if string(ids) == "null" {
+			ids = []byte("[]")
+		}
+		s.respond(m.ID, textResult(string(ids)), false)
+	default:
+		s.respondError(m.ID, -32602, "unknown tool: "+p.Name)
+	}
+}
+
+// fork starts a grandchild that inherits stdout and stderr, so, like a
+// server started through npx or a shell, it keeps the pipes open after
+// badchild itself is killed unless the whole process group is.
+func (s *server) fork(id json.RawMessage) {
+	exe, err := os.Executable()
+	if err != nil {
+		s.respondError(id, -32603, fmt.Sprintf("find executable: %v", err))
+		return
+	}
+	cmd := exec.Command(exe, "grandchild")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		s.respondError(id, -32603, fmt.Sprintf("start grandchild: %v", err))
+		return
+	}
+	go cmd.Wait() // reap it if it dies while we live; its exit status is of no interest
+	s.respond(id, textResult(strconv.Itoa(cmd.Process.Pid)), false)
+}
+
+func (s *server) slow(id, progressToken json.RawMessage, ms, steps int, cancelled <-chan struct{}) {
+	steps = max(steps, 1)
+	for i := 1; i <= steps; i++ {
+		t := time.NewTimer(time.Duration(ms) * time.Millisecond / time.Duration(steps))
+		select {
+		case <-t.C:
+		case <-cancelled:
+			t.Stop()
+			// "Receivers of a cancellation notification SHOULD ... Not send a
+			// response for the cancelled request".
+			return
+		}
+		if len(progressToken) > 0 {
+			s.writeJSON(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{
+				"progressToken": progressToken, "progress": i, "total": steps,
+				"message": fmt.Sprintf("step %d of %d", i, steps),
+			}})
+		}
+		s.writeJSON(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{
+			"level": "info", "logger": "badchild", "data": fmt.Sprintf("slow step %d", i),
+		}})
+	}
+	s.respond(id, textResult("slow done"), false)
+}
+
+func (s *server) sample(id json.RawMessage, prompt string) {
+	reqID, _ := json.Marshal(fmt.Sprintf("s-%d", s.nextID.Add(1)))
+	ch := make(chan message, 1)
+	s.stateMu.Lock()
+	s.pending[idKey(reqID)] = ch
+	s.stateMu.Unlock()
+	s.writeJSON(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(reqID), "method": "sampling/createMessage",
+		"params": map[string]any{
+			"messages":  []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": prompt}}},
+			"maxTokens": 10,
+		}})
+	var resp message
+	select {
+	case resp = <-ch:
+	case <-s.stdinDone:
+		s.respondError(id, -32603, "stdin closed while waiting for sampling response")
+		return
+	}
+	if len(resp.Error) > 0 {
+		s.respondError(id, -32603, "sampling failed: "+string(resp.Error))
+		return
+	}
+	var r struct {
+		Content struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if err := json.Unmarshal(resp.Result, &r); err != nil {
+		s.respondError(id, -32603, "bad sampling result: "+err.Error())
+		return
+	}
+	s.respond(id, textResult(r.Content.Text), false)
+}
+
+// writeBig streams the text so tens of MiB never sit in memory twice.
+func (s *server) writeBig(id json.RawMessage, n int, idFirst bool) {
+	chunk := bytes.Repeat([]byte("x"), 64<<10)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.out.WriteString(`{"jsonrpc":"2.0",`)
+	if idFirst {
+		fmt.Fprintf(s.out, `"id":%s,`, id)
+	}
+	s.out.WriteString(`"result":{"content":[{"type":"text","text":"`)
+	for n > 0 {
+		k := min(n, len(chunk))
+		s.out.Write(chunk[:k])
+		n -= k
+	}
+	s.out.WriteString(`"}]}`)
+	if !idFirst {
+		fmt.Fprintf(s.out, `,"id":%s`, id)
+	}
+	s.out.WriteString("}\n")
+	if err := s.out.Flush(); err != nil {
+		fmt.Fprintf(os.Stderr, "badchild: write stdout: %v\n", err)
+	}
+}
+
+// respond writes a result with the id bytes exactly as the request had them.
+func (s *server) respond(id json.RawMessage, result any, idLast bool) {
+	res, err := json.Marshal(result)
+	if err != nil {
+		panic(fmt.Sprintf("marshal result: %v", err)) // results are built here, so this is a bug
+	}
+	if idLast {
+		s.writeLine(fmt.Appendf(nil, `{"jsonrpc":"2.0","result":%s,"id":%s}`, res, id))
+		return
+	}
+	s.writeLine(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":%s}`, id, res))
+}
+
+func (s *server) respondError(id json.RawMessage, code int, msg string) {
+	e, _ := json.Marshal(map[string]any{"code": code, "message": msg})
+	s.writeLine(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":%s}`, id, e))
+}
+
+func (s *server) writeJSON(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("marshal message: %v", err))
+	}
+	s.writeLine(b)
+}
+
+func (s *server) writeLine(b []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.out.Write(b)
+	s.out.WriteByte('\n')
+	if err := s.out.Flush(); err != nil {
+		fmt.Fprintf(os.Stderr, "badchild: write stdout: %v\n", err)
+	}
+}
+
+func textResult(text string) map[string]any {
+	return map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}}
+}
+
+// idKey makes ids comparable whatever whitespace the peer put inside them.
+func idKey(id json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, id); err != nil {
+		return string(id)
+	}
+	return b.String()
+}
+
+func toolList() []any {
+	obj := func(props ...string) map[string]any {
+		p := map[string]any{}
+		for i := 0; i+1 < len(props); i += 2 {
+			p[props[i]] = map[string]any{"type": props[i+1]}
+		}
+		return map[string]any{"type": "object", "properties": p}
+	}
+	tools := []struct {
+		name, desc string
+		schema     map[string]any
+	}{
+		{"echo", "Echoes message; the response has its id last.", obj("message", "string")},
+		{"big", "Answers a text of the given number of bytes.", obj("bytes", "integer", "id_first", "boolean")},
+		{"garbage", "Writes non-JSON lines to stdout before answering.", obj("lines", "integer")},
+		{"stderr_flood", "Writes numbered lines to stderr before answering.", obj("lines", "integer")},
+		{"crash", "Writes to stderr and exits without answering.", obj("code", "integer", "stderr", "string")},
+		{"fork", "Starts a grandchild in the same process group; answers its pid.", obj()},
+		{"slow", "Sends progress and log notifications over ms milliseconds.", obj("ms", "integer", "steps", "integer")},
+		{"sample", "Asks the client for sampling/createMessage; answers its text.", obj("prompt", "string")},
+		{"notify", "Sends the given notification, then answers ok.", obj("method", "string", "params", "object")},
+		{"env", "Answers the child's environment.", obj()},
+		{"pid", "Answers the child's pid.", obj()},
+		{"cancels", "Answers the requestIds seen in notifications/cancelled.", obj()},
+	}
+	out := make([]any, 0, len(tools))
+	for _, t := range tools {
+		out = append(out, map[string]any{"name": t.name, "description": t.desc, "inputSchema": t.schema})
+	}
+	return out
+}
