@@ -1,0 +1,263 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// envPrefix prefixes every environment variable the bridge reads. The
+// child never sees variables with this prefix.
+const envPrefix = "MCP_BRIDGE_"
+
+// Config is every setting of the bridge. Each field is read from
+// MCP_BRIDGE_<env tag>, then from its flag (flags win); `flag` names the
+// flag, `envDefault` is the default. README lists them all.
+type Config struct {
+	Host            string        `env:"HOST" envDefault:"127.0.0.1" flag:"host" help:"address to listen on; keep 127.0.0.1 unless the bridge sits behind auth"`
+	Port            int           `env:"PORT" envDefault:"8080" flag:"port" help:"TCP port (0 picks a free one)"`
+	Path            string        `env:"PATH" envDefault:"/mcp" flag:"path" help:"path of the MCP endpoint"`
+	Command         Argv          `env:"COMMAND" flag:"-" help:"the MCP server's argv as a JSON array (or give it after --); empty serves the built-in demo server"`
+	Dir             string        `env:"CWD" flag:"cwd" help:"working directory of the MCP server process"`
+	Env             []string      `env:"ENV" envSeparator:"," flag:"env" help:"K=V added to the MCP server's environment (repeatable)"`
+	HideEnv         []string      `env:"HIDE_ENV" envSeparator:"," flag:"hide-env" help:"names of variables not passed to the MCP server (repeatable); MCP_BRIDGE_* are never passed"`
+	ResponseMode    string        `env:"RESPONSE_MODE" envDefault:"auto" flag:"response-mode" help:"auto: JSON when the answer comes first, else SSE; sse; json"`
+	SSEDelay        time.Duration `env:"SSE_DELAY" envDefault:"50ms" flag:"sse-delay" help:"in auto mode, how long a request waits for its answer before its response becomes an SSE stream"`
+	MaxBodyBytes    int64         `env:"MAX_BODY_BYTES" envDefault:"4194304" flag:"max-body-bytes" help:"largest POST body accepted (413 over it)"`
+	MaxMessageBytes int           `env:"MAX_MESSAGE_BYTES" envDefault:"16777216" flag:"max-message-bytes" help:"largest message accepted from the MCP server (one stdout line)"`
+	MaxSessions     int           `env:"MAX_SESSIONS" envDefault:"1000" flag:"max-sessions" help:"most live sessions, each with its own process (503 over it)"`
+	IdleTimeout     time.Duration `env:"IDLE_TIMEOUT" envDefault:"30m" flag:"idle-timeout" help:"end a session after this long without traffic, requests or open streams"`
+	QueueLimit      int           `env:"QUEUE_LIMIT" envDefault:"1024" flag:"queue-limit" help:"server messages a session holds while no stream is open"`
+	StopGrace       time.Duration `env:"STOP_GRACE" envDefault:"2s" flag:"stop-grace" help:"wait after closing a process's stdin, and again after SIGTERM, before SIGKILL"`
+	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"10s" flag:"shutdown-timeout" help:"on SIGINT/SIGTERM, how long requests in flight may take to finish"`
+	KeepAlive       time.Duration `env:"KEEPALIVE" envDefault:"15s" flag:"keepalive" help:"interval of SSE keep-alive comments"`
+	AllowOrigins    []string      `env:"ALLOW_ORIGINS" envSeparator:"," flag:"allow-origin" help:"browser origin allowed besides loopback ones, exact or with * (repeatable)"`
+	LogFormat       string        `env:"LOG_FORMAT" envDefault:"text" flag:"log-format" help:"text or json"`
+	LogLevel        string        `env:"LOG_LEVEL" envDefault:"info" flag:"log-level" help:"debug, info, warn or error"`
+}
+
+// Argv is a command line given as a JSON array in the environment, so
+// arguments may hold spaces and commas.
+type Argv []string
+
+// UnmarshalText parses a JSON array of strings.
+func (a *Argv) UnmarshalText(b []byte) error {
+	var s []string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("want a JSON array of strings, like [\"npx\",\"-y\",\"server\"]: %w", err)
+	}
+	*a = s
+	return nil
+}
+
+// loadConfig reads the environment, then the flags, then validates. The
+// returned error names the flag and the variable at fault, never a value
+// that could be a secret.
+func loadConfig(args []string, environ map[string]string, usage io.Writer) (Config, error) {
+	cfg, err := env.ParseAsWithOptions[Config](env.Options{Prefix: envPrefix, Environment: environ})
+	if err != nil {
+		return cfg, envError(err)
+	}
+	fs := flag.NewFlagSet("mcp-bridge", flag.ContinueOnError)
+	fs.SetOutput(usage)
+	fs.Usage = func() { printUsage(fs, usage) }
+	bindFlags(fs, &cfg)
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if rest := fs.Args(); len(rest) > 0 {
+		cfg.Command = rest
+	}
+	return cfg, cfg.validate()
+}
+
+// bindFlags makes a flag of every field with a flag tag, defaulting to the
+// value the environment gave, so flags override the environment.
+func bindFlags(fs *flag.FlagSet, cfg *Config) {
+	v := reflect.ValueOf(cfg).Elem()
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name := f.Tag.Get("flag")
+		if name == "" || name == "-" {
+			continue
+		}
+		help := f.Tag.Get("help") + " (env " + envPrefix + f.Tag.Get("env") + ")"
+		switch p := v.Field(i).Addr().Interface().(type) {
+		case *string:
+			fs.StringVar(p, name, *p, help)
+		case *int:
+			fs.IntVar(p, name, *p, help)
+		case *int64:
+			fs.Int64Var(p, name, *p, help)
+		case *time.Duration:
+			fs.DurationVar(p, name, *p, help)
+		case *[]string:
+			fs.Var(&listFlag{p: p}, name, help)
+		default:
+			panic("config: no flag type for field " + f.Name)
+		}
+	}
+}
+
+// listFlag is a repeatable flag; the first use replaces what the
+// environment gave, later ones append.
+type listFlag struct {
+	p   *[]string
+	set bool
+}
+
+func (l *listFlag) String() string {
+	if l.p == nil {
+		return ""
+	}
+	return strings.Join(*l.p, ",")
+}
+
+func (l *listFlag) Set(s string) error {
+	if !l.set {
+		*l.p, l.set = nil, true
+	}
+	*l.p = append(*l.p, s)
+	return nil
+}
+
+func printUsage(fs *flag.FlagSet, w io.Writer) {
+	fmt.Fprint(w, `Usage: mcp-bridge [flags] [-- command [args...]]
+       mcp-bridge demo-server
+
+Serves a stdio MCP server over Streamable HTTP, one process per session.
+Without a command it serves the built-in demo server.
+
+Flags:
+`)
+	fs.PrintDefaults()
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func (c *Config) validate() error {
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("invalid %s: %s", describe(field), fmt.Sprintf(format, a...)))
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		bad("Port", "%d is not a TCP port (0-65535)", c.Port)
+	}
+	if !strings.HasPrefix(c.Path, "/") || c.Path == "/healthz" {
+		bad("Path", "must start with / and not be /healthz")
+	}
+	switch c.ResponseMode {
+	case "auto", "sse", "json":
+	default:
+		bad("ResponseMode", "want auto, sse or json")
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		bad("LogFormat", "want text or json")
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("LogLevel", "want debug, info, warn or error")
+	}
+	positive := map[string]int64{
+		"SSEDelay": int64(c.SSEDelay), "MaxBodyBytes": c.MaxBodyBytes, "MaxMessageBytes": int64(c.MaxMessageBytes),
+		"MaxSessions": int64(c.MaxSessions), "IdleTimeout": int64(c.IdleTimeout), "QueueLimit": int64(c.QueueLimit),
+		"StopGrace": int64(c.StopGrace), "ShutdownTimeout": int64(c.ShutdownTimeout), "KeepAlive": int64(c.KeepAlive),
+	}
+	for _, field := range slices.Sorted(maps.Keys(positive)) {
+		if positive[field] <= 0 {
+			bad(field, "must be greater than zero")
+		}
+	}
+	for i, kv := range c.Env {
+		// Only the name is shown: the value may well be a secret.
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || !envName.MatchString(name) {
+			bad("Env", "entry %d is not NAME=value with a valid NAME", i+1)
+		} else if strings.HasPrefix(name, envPrefix) {
+			bad("Env", "%s: variables named %s* are the bridge's own and never reach the server", name, envPrefix)
+		}
+	}
+	for _, name := range c.HideEnv {
+		if !envName.MatchString(name) {
+			bad("HideEnv", "%q is not a valid variable name", name)
+		}
+	}
+	if len(c.Command) > 0 && c.Command[0] == "" {
+		bad("Command", "the program name is empty")
+	}
+	return errors.Join(errs...)
+}
+
+// describe names a field the way a user sets it: flag and variable.
+func describe(field string) string {
+	f, ok := reflect.TypeOf(Config{}).FieldByName(field)
+	if !ok {
+		return field
+	}
+	name := envPrefix + f.Tag.Get("env")
+	if fl := f.Tag.Get("flag"); fl != "" && fl != "-" {
+		return "--" + fl + " / " + name
+	}
+	if field == "Command" {
+		return "command (after --) / " + name
+	}
+	return name
+}
+
+// envError rewrites env's errors, which name Go fields, to name variables
+// and flags; the offending value is left out.
+func envError(err error) error {
+	var agg env.AggregateError
+	if !errors.As(err, &agg) {
+		return err
+	}
+	var out []error
+	for _, e := range agg.Errors {
+		var pe env.ParseError
+		if errors.As(e, &pe) {
+			out = append(out, fmt.Errorf("invalid %s: cannot parse it as %s", describe(pe.Name), kindOf(pe.Type)))
+			continue
+		}
+		out = append(out, e)
+	}
+	return errors.Join(out...)
+}
+
+func kindOf(t reflect.Type) string {
+	switch t {
+	case reflect.TypeOf(time.Duration(0)):
+		return "a duration (like 30s or 5m)"
+	case reflect.TypeOf(Argv(nil)):
+		return "a JSON array of strings"
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int64:
+		return "an integer"
+	}
+	return t.String()
+}
+
+// hiddenFromChild is the rule for the child's environment: everything the
+// bridge inherited passes through except the bridge's own settings
+// (MCP_BRIDGE_*) and the variables named by --hide-env.
+func (c *Config) hiddenFromChild() func(string) bool {
+	hide := make(map[string]bool, len(c.HideEnv))
+	for _, n := range c.HideEnv {
+		hide[n] = true
+	}
+	return func(name string) bool { return strings.HasPrefix(name, envPrefix) || hide[name] }
+}

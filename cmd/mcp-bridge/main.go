@@ -1,0 +1,149 @@
+// Command mcp-bridge serves a stdio MCP server over Streamable HTTP, one
+// child process per MCP session. This file only wires the packages
+// together; see README.md for the options.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mcp-bridge/mcp-bridge/bridge"
+	"github.com/mcp-bridge/mcp-bridge/httpapi"
+	"github.com/mcp-bridge/mcp-bridge/internal/demo"
+	"github.com/mcp-bridge/mcp-bridge/stdio"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "demo-server" {
+		if err := demo.Run(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "demo-server:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Environ(), os.Stderr))
+}
+
+func run(ctx context.Context, args, environ []string, stderr io.Writer) int {
+	cfg, err := loadConfig(args, envMap(environ), stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-bridge: %v\n", err)
+		return 2
+	}
+	log := newLogger(cfg, stderr)
+
+	command := []string(cfg.Command)
+	if len(command) == 0 {
+		self, err := os.Executable()
+		if err != nil {
+			log.Error("cannot find this executable to run the demo server", "err", err)
+			return 1
+		}
+		command = []string{self, "demo-server"}
+	}
+	// Orphans of children are re-parented to the bridge and reaped here,
+	// not left as zombies where PID 1 does not reap.
+	if err := stdio.EnableSubreaper(ctx, log); err != nil {
+		log.Warn("cannot reap orphaned grandchildren", "err", err)
+	}
+
+	b, err := bridge.New(bridge.Config{
+		Command:      command,
+		Dir:          cfg.Dir,
+		Env:          stdio.Environ(environ, cfg.hiddenFromChild(), cfg.Env),
+		MaxLineBytes: cfg.MaxMessageBytes,
+		StopGrace:    cfg.StopGrace,
+		MaxSessions:  cfg.MaxSessions,
+		IdleTimeout:  cfg.IdleTimeout,
+		QueueLimit:   cfg.QueueLimit,
+		Logger:       log,
+	})
+	if err != nil {
+		log.Error("bridge", "err", err)
+		return 1
+	}
+	h, err := httpapi.Handler(httpapi.Options{
+		Bridge:         b,
+		Path:           cfg.Path,
+		MaxBodyBytes:   cfg.MaxBodyBytes,
+		ResponseMode:   cfg.ResponseMode,
+		SSEDelay:       cfg.SSEDelay,
+		KeepAlive:      cfg.KeepAlive,
+		AllowedOrigins: cfg.AllowOrigins,
+		LoopbackOnly:   isLoopback(cfg.Host),
+		Logger:         log,
+	})
+	if err != nil {
+		log.Error("http", "err", err)
+		return 1
+	}
+	srv := &httpapi.Server{Addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), Handler: h}
+	if err := srv.Open(); err != nil {
+		log.Error("cannot listen", "err", err)
+		_ = b.Close(context.Background())
+		return 1
+	}
+	log.Info("mcp-bridge listening", "url", srv.URL()+cfg.Path, "command", strings.Join(command, " "))
+
+	<-ctx.Done()
+	log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	// Stop accepting; end the GET streams; give requests in flight until
+	// the deadline; then stop every child with the full stop sequence.
+	b.Drain()
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("requests still in flight at the shutdown deadline were cut", "err", err)
+	}
+	cctx, cancel2 := context.WithTimeout(context.Background(), 2*cfg.StopGrace+time.Second)
+	defer cancel2()
+	if err := b.Close(cctx); err != nil {
+		log.Warn("some children had to be killed", "err", err)
+	}
+	log.Info("stopped")
+	return 0
+}
+
+func newLogger(cfg Config, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func envMap(environ []string) map[string]string {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
