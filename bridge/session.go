@@ -47,7 +47,6 @@ type call struct {
 	token    []byte // its progress token, if any
 	st       *Stream
 	init     bool // the initialize request
-	canceled bool // the client cancelled it: its response is not forwarded
 }
 
 func newSession(b *Bridge, id string) *Session {
@@ -216,7 +215,11 @@ func (s *Session) cancelLocked(m *Message) []byte {
 	if c.init {
 		return nil // "initialize MUST NOT be cancelled"
 	}
-	c.canceled = true
+	// "The sender of the cancellation notification SHOULD ignore any
+	// response to the request that arrives afterward": the call is
+	// settled now, and its stream ends without a response.
+	s.doneLocked(childID, c)
+	s.answerLocked(c, nil)
 	newParams := splice(p, rs, strconv.AppendInt(nil, childID, 10))
 	return splice(m.Raw, m.f.params, newParams)
 }
@@ -302,6 +305,11 @@ func (s *Session) responseLocked(line []byte, f fields) {
 	childID, err := strconv.ParseInt(string(f.id.of(line)), 10, 64)
 	c := s.calls[childID]
 	if err != nil || c == nil {
+		if err == nil && childID > 0 && childID <= s.nextID {
+			// A late answer to a request the client cancelled.
+			s.log.Debug("dropped the response to a cancelled request", "child_id", childID)
+			return
+		}
 		s.b.stats.UnroutableDrops.Add(1)
 		s.log.Warn("child answered an id nobody asked; dropped it", "id", string(f.id.of(line)))
 		return
@@ -310,13 +318,15 @@ func (s *Session) responseLocked(line []byte, f fields) {
 	if c.init {
 		s.initializedLocked(line, f)
 	}
-	if c.canceled {
-		// "The sender of the cancellation notification SHOULD ignore any
-		// response to the request that arrives afterward."
-		c.st.push(nil, true)
-		return
+	s.answerLocked(c, splice(line, f.id, c.clientID))
+}
+
+// answerLocked puts the response to c (nil: none) on its stream, and
+// forgets the stream once every response it owes is there.
+func (s *Session) answerLocked(c *call, msg []byte) {
+	if c.st.push(msg, true) {
+		delete(s.posts, c.st)
 	}
-	c.st.push(splice(line, f.id, c.clientID), true)
 }
 
 func (s *Session) doneLocked(childID int64, c *call) {
@@ -356,7 +366,7 @@ func (s *Session) oversize(o stdio.Oversize) {
 	}
 	s.doneLocked(childID, c)
 	msg := fmt.Sprintf("the MCP server's response (%d bytes) is over the bridge's message size limit (%d bytes); raise --max-message-bytes", o.Size, s.b.cfg.maxLine())
-	c.st.push(errorResponse(c.clientID, CodeResponseTooLarge, msg, nil), true)
+	s.answerLocked(c, errorResponse(c.clientID, CodeResponseTooLarge, msg, nil))
 }
 
 func (c *Config) maxLine() int {
@@ -471,7 +481,7 @@ func (s *Session) watch() {
 		if len(tail) > 0 {
 			data["stderr"] = strings.Join(tail, "\n")
 		}
-		c.st.push(errorResponse(c.clientID, CodeChildExited, reason, data), true)
+		s.answerLocked(c, errorResponse(c.clientID, CodeChildExited, reason, data))
 	}
 	streams := make([]*Stream, 0, len(s.posts)+1)
 	for st := range s.posts {

@@ -39,8 +39,8 @@ func (st *Stream) signal() {
 }
 
 // push appends msg (nil: nothing to append). response marks it as one of
-// the responses owed.
-func (st *Stream) push(msg []byte, response bool) {
+// the responses owed. It reports whether the stream is now final.
+func (st *Stream) push(msg []byte, response bool) bool {
 	st.mu.Lock()
 	if msg != nil {
 		st.msgs = append(st.msgs, msg)
@@ -51,8 +51,10 @@ func (st *Stream) push(msg []byte, response bool) {
 			st.final = true
 		}
 	}
+	final := st.final
 	st.mu.Unlock()
 	st.signal()
+	return final
 }
 
 // finish marks the stream as complete: nothing more will come.
