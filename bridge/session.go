@@ -29,6 +29,8 @@ type Session struct {
 	byClient  map[string]int64 // client id (raw bytes) -> child-side id
 	tokens    map[string]*call // progress token (raw bytes) -> call
 	nextID    int64
+	streams   int64            // streams opened, for stream ids
+	lastGET   int64            // id of the latest GET stream
 	get       *Stream          // the open GET stream, if any
 	posts     map[*Stream]bool // POST streams a client is reading
 	queue     [][]byte         // server messages waiting for a stream
@@ -389,12 +391,49 @@ func (s *Session) OpenStream() (*Stream, error) {
 	}
 	st := newStream(s, true, 0, false)
 	s.get = st
+	s.lastGET = st.id
 	s.lastSeen = s.b.cfg.Now()
 	for _, m := range s.queue {
 		st.push(m, false)
 	}
 	s.queue = nil
 	return st, nil
+}
+
+// Resume reattaches the stream that lastEventID came from, after its
+// client lost the connection: a POST stream delivers the messages it kept
+// and then whatever is still owed; for the GET stream, it is reopened.
+// An id that names no stream this session still holds is an error, not a
+// silent gap.
+func (s *Session) Resume(lastEventID string) (*Stream, error) {
+	sid, _, _ := strings.Cut(lastEventID, "_")
+	n, err := strconv.ParseInt(sid, 10, 64)
+	if err != nil {
+		return nil, invalid(CodeInvalidRequest, "Invalid Last-Event-ID: not an event id of this bridge", nil)
+	}
+	s.mu.Lock()
+	for i, st := range s.detached {
+		if st.id != n {
+			continue
+		}
+		s.detached = append(s.detached[:i], s.detached[i+1:]...)
+		st.mu.Lock()
+		st.attached = true
+		final := st.final
+		st.mu.Unlock()
+		if !final {
+			s.posts[st] = true
+		}
+		s.mu.Unlock()
+		st.signal()
+		return st, nil
+	}
+	wasGET := s.get == nil && n <= s.streams && s.lastGET == n
+	s.mu.Unlock()
+	if wasGET {
+		return s.OpenStream()
+	}
+	return nil, &Error{Kind: KindNotFound, Code: CodeInvalidRequest, Message: "Last-Event-ID names no stream this session can resume; its events are gone"}
 }
 
 // unregisterLocked forgets a POST stream (on a refused request).

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -14,7 +15,8 @@ import (
 // Each message the child writes lands on exactly one Stream.
 type Stream struct {
 	sess *Session
-	get  bool // the session's GET stream
+	id   int64 // unique within the session
+	get  bool  // the session's GET stream
 
 	mu       sync.Mutex
 	msgs     [][]byte
@@ -25,10 +27,32 @@ type Stream struct {
 	// put here; anything else is routed elsewhere.
 	jsonOnly bool
 	wake     chan struct{} // capacity 1: "something changed"
+	events   int64         // SSE events written so far, for event ids
 }
 
+// newStream is called with the session's lock held.
 func newStream(s *Session, get bool, want int, jsonOnly bool) *Stream {
-	return &Stream{sess: s, get: get, want: want, jsonOnly: jsonOnly, attached: true, wake: make(chan struct{}, 1)}
+	s.streams++
+	return &Stream{sess: s, id: s.streams, get: get, want: want, jsonOnly: jsonOnly, attached: true, wake: make(chan struct{}, 1)}
+}
+
+// EventIDs reports whether SSE events of this stream carry ids: only for
+// sessions that negotiated 2025-11-25 or later, whose clients handle the
+// priming event (an id with empty data) that opens such a stream; older
+// clients crash on empty data.
+func (st *Stream) EventIDs() bool {
+	return VersionAtLeast(st.sess.Version(), "2025-11-25")
+}
+
+// NextEventID returns the id of the stream's next SSE event. Ids name
+// their stream ("<stream>_<n>"), as 2025-11-25 asks, so a Last-Event-ID
+// leads back to the stream it came from.
+func (st *Stream) NextEventID() string {
+	st.mu.Lock()
+	n := st.events
+	st.events++
+	st.mu.Unlock()
+	return strconv.FormatInt(st.id, 10) + "_" + strconv.FormatInt(n, 10)
 }
 
 func (st *Stream) signal() {

@@ -176,9 +176,17 @@ func (h *mcpHandler) stream(w http.ResponseWriter, r *http.Request, st *bridge.S
 	}
 	keepAlive := time.NewTicker(h.opts.KeepAlive)
 	defer keepAlive.Stop()
+	ids := st.EventIDs()
+	if ids {
+		sw.prime(st.NextEventID())
+	}
 	for {
 		for i, m := range msgs {
-			sw.message(m)
+			id := ""
+			if ids {
+				id = st.NextEventID()
+			}
+			sw.message(id, m)
 			msgs[i] = nil
 		}
 		msgs = msgs[:0]
@@ -209,7 +217,14 @@ func (h *mcpHandler) get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	st, err := sess.OpenStream()
+	var st *bridge.Stream
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		// "Resumption is always via HTTP GET with Last-Event-ID", for
+		// POST streams too.
+		st, err = sess.Resume(last)
+	} else {
+		st, err = sess.OpenStream()
+	}
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -244,12 +245,14 @@ func TestDisconnectIsNotCancel(t *testing.T) {
 	}
 	cancel()
 	resp.Body.Close()
+	// The slow call's log messages may share this stream (nothing else
+	// is open to take them); the response is the last message.
 	_, msgs := e.call(sid, 2, "echo", map[string]any{"message": "still here"})
-	if text(msgs[0]) != "still here" {
+	if text(msgs[len(msgs)-1]) != "still here" {
 		t.Fatalf("session broken: %v", msgs)
 	}
 	_, msgs = e.call(sid, 3, "cancels", nil)
-	if got := text(msgs[0]); got != "[]" {
+	if got := text(msgs[len(msgs)-1]); got != "[]" {
 		t.Fatalf("the child was sent a cancellation: %s", got)
 	}
 }
@@ -393,4 +396,77 @@ func TestHealthz(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkStatus(t, resp, 200, 0)
+}
+
+// TestResumePOSTStream: on 2025-11-25 a POST stream opens with a priming
+// event (an id, empty data, a retry field); a client that loses it before
+// the response resumes with GET and Last-Event-ID and gets the rest of
+// that stream, response included. Older versions get no empty events.
+func TestResumePOSTStream(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	sid := e.initialize("2025-11-25")
+	ctx, cancel := context.WithCancel(context.Background())
+	resp := e.doCtx(ctx, req{sid: sid, version: "2025-11-25", body: `{"jsonrpc":"2.0","id":"r1","method":"tools/call","params":{"name":"slow","arguments":{"ms":300,"steps":3},"_meta":{"progressToken":"t"}}}`})
+	raw := newRawSSE(resp.Body)
+	prime := raw.event()
+	if prime.id == "" || prime.data != "" || !prime.retry {
+		t.Fatalf("first event %+v: want a priming event with an id, empty data and retry", prime)
+	}
+	first := raw.event()
+	cancel()
+	resp.Body.Close()
+
+	get := e.do(req{method: "GET", sid: sid, version: "2025-11-25", header: map[string]string{"Last-Event-ID": first.id}})
+	defer get.Body.Close()
+	if get.StatusCode != 200 {
+		t.Fatalf("resume: %d", get.StatusCode)
+	}
+	var got []map[string]any
+	for _, ev := range readSSE(t, get.Body) {
+		if ev.data != "" {
+			got = append(got, decode(t, ev.data))
+		}
+	}
+	if len(got) == 0 || got[len(got)-1]["id"] != "r1" || text(got[len(got)-1]) != "slow done" {
+		t.Fatalf("resumed stream: %v", got)
+	}
+
+	checkStatus(t, e.do(req{method: "GET", sid: sid, header: map[string]string{"Last-Event-ID": "999_1"}}), 404, bridge.CodeInvalidRequest)
+
+	old := e.initialize("2025-06-18")
+	resp = e.do(req{sid: old, accept: "text/event-stream", body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`})
+	for _, ev := range readSSE(t, resp.Body) {
+		if ev.data == "" || ev.id != "" {
+			t.Fatalf("a 2025-06-18 session got %+v", ev)
+		}
+	}
+}
+
+// rawSSE reads events including empty ones.
+type rawSSE struct{ sc *bufio.Scanner }
+
+type rawEvent struct {
+	id, data string
+	retry    bool
+}
+
+func newRawSSE(r io.Reader) *rawSSE { return &rawSSE{sc: bufio.NewScanner(r)} }
+
+func (r *rawSSE) event() rawEvent {
+	var ev rawEvent
+	seen := false
+	for r.sc.Scan() {
+		line := r.sc.Text()
+		switch {
+		case line == "" && seen:
+			return ev
+		case strings.HasPrefix(line, "id: "):
+			ev.id, seen = line[4:], true
+		case strings.HasPrefix(line, "retry: "):
+			ev.retry, seen = true, true
+		case strings.HasPrefix(line, "data:"):
+			ev.data, seen = strings.TrimSpace(line[5:]), true
+		}
+	}
+	return ev
 }

@@ -32,9 +32,28 @@ func startSSE(w http.ResponseWriter, timeout time.Duration) (*sseWriter, error) 
 	return s, s.flush()
 }
 
-// message queues one JSON-RPC message as an SSE event. JSON from the
-// bridge is always a single line, so one data field carries it.
-func (s *sseWriter) message(data []byte) {
+// retryMillis is the reconnection delay announced on resumable streams.
+const retryMillis = "1000"
+
+// prime queues the 2025-11-25 priming event: "the server SHOULD
+// immediately send an SSE event consisting of an event ID and an empty
+// data field in order to prime the client to reconnect", with a retry
+// field telling the client how long to wait before it does.
+func (s *sseWriter) prime(id string) {
+	s.buf = append(s.buf, "id: "...)
+	s.buf = append(s.buf, id...)
+	s.buf = append(s.buf, "\nretry: "+retryMillis+"\ndata: \n\n"...)
+}
+
+// message queues one JSON-RPC message as an SSE event, with an id unless
+// id is empty. JSON from the bridge is always a single line, so one data
+// field carries it.
+func (s *sseWriter) message(id string, data []byte) {
+	if id != "" {
+		s.buf = append(s.buf, "id: "...)
+		s.buf = append(s.buf, id...)
+		s.buf = append(s.buf, '\n')
+	}
 	s.buf = append(s.buf, "event: message\ndata: "...)
 	s.buf = append(s.buf, data...)
 	s.buf = append(s.buf, '\n', '\n')
