@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
+)
+
+// bridgeProc is a real mcp-bridge process started by a test.
+type bridgeProc struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	URL  string // the MCP endpoint, e.g. http://127.0.0.1:41234/mcp
+	Base string // scheme://host:port
+
+	mu     sync.Mutex
+	stderr bytes.Buffer // everything the bridge logged
+	done   chan struct{}
+	err    error
+}
+
+var listening = regexp.MustCompile(`url=(http://[^\s]+?)(/[^\s]*)`)
+
+// startBridge builds (once) and starts mcp-bridge with args (port 0 and
+// debug logs are added) and the given environment, and waits until it
+// listens. The process is stopped with SIGTERM on cleanup, then killed.
+func startBridge(t *testing.T, env []string, args ...string) *bridgeProc {
+	t.Helper()
+	bin := testpeers.BuildGo(t, "./cmd/mcp-bridge")
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd := exec.Command(bin, append([]string{"--port", "0", "--log-level", "debug"}, args...)...)
+	cmd.Env = env
+	pr, pw := io.Pipe()
+	p := &bridgeProc{t: t, cmd: cmd, done: make(chan struct{})}
+	cmd.Stderr = pw
+	cmd.Stdout = os.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan [2]string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			p.stderr.WriteString(line + "\n")
+			p.mu.Unlock()
+			if testing.Verbose() {
+				t.Log(line)
+			}
+			if m := listening.FindStringSubmatch(line); m != nil {
+				select {
+				case ready <- [2]string{m[1], m[1] + m[2]}:
+				default:
+				}
+			}
+		}
+	}()
+	go func() {
+		p.err = cmd.Wait()
+		pw.Close()
+		close(p.done)
+	}()
+	t.Cleanup(func() { p.stop() })
+	select {
+	case u := <-ready:
+		p.Base, p.URL = u[0], u[1]
+	case <-p.done:
+		t.Fatalf("mcp-bridge exited before listening: %v\n%s", p.err, p.Stderr())
+	case <-time.After(30 * time.Second): // a safety net, not a timing assertion
+		t.Fatalf("mcp-bridge did not start listening\n%s", p.Stderr())
+	}
+	return p
+}
+
+// Stderr is what the bridge has logged so far.
+func (p *bridgeProc) Stderr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
+}
+
+// Signal sends sig to the bridge and waits for it to exit; it returns the
+// exit error.
+func (p *bridgeProc) Signal(sig syscall.Signal) error {
+	_ = p.cmd.Process.Signal(sig)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	select {
+	case <-p.done:
+		return p.err
+	case <-ctx.Done():
+		p.t.Fatalf("mcp-bridge did not exit after %v\n%s", sig, p.Stderr())
+		return nil
+	}
+}
+
+func (p *bridgeProc) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
