@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh machine with Go, Node and npm: installs
+# the pinned test peers (testdata/node/package-lock.json: the MCP
+# conformance suite, the TypeScript SDK, server-everything and a Node 22
+# binary for the conformance CLI), checks formatting and vet, and runs every
+# test with the race detector.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+echo "== npm ci (testdata/node)"
+npm ci --prefix testdata/node --no-audit --no-fund --loglevel=error
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== go test -race"
+go test -race -count=1 -timeout 40m ./...
