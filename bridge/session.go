@@ -144,6 +144,7 @@ func (s *Session) send(msgs []Message, init, jsonOnly bool) (*Stream, error) {
 	s.lastSeen = s.b.cfg.Now()
 	if requests > 0 {
 		st = newStream(s, false, requests, jsonOnly)
+		st.init = init
 		s.posts[st] = true
 	}
 	for i := range msgs {

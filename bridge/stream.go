@@ -17,6 +17,7 @@ type Stream struct {
 	sess *Session
 	id   int64 // unique within the session
 	get  bool  // the session's GET stream
+	init bool  // carries the InitializeResult: no priming, as the client knows no version yet
 
 	mu       sync.Mutex
 	msgs     [][]byte
@@ -41,7 +42,7 @@ func newStream(s *Session, get bool, want int, jsonOnly bool) *Stream {
 // priming event (an id with empty data) that opens such a stream; older
 // clients crash on empty data.
 func (st *Stream) EventIDs() bool {
-	return VersionAtLeast(st.sess.Version(), "2025-11-25")
+	return !st.init && VersionAtLeast(st.sess.Version(), "2025-11-25")
 }
 
 // NextEventID returns the id of the stream's next SSE event. Ids name
