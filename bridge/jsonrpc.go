@@ -204,7 +204,7 @@ func idFromOversize(head, tail []byte) []byte {
 	}
 	t = bytes.TrimRight(t[:len(t)-1], " \t\r\n")
 	k := bytes.LastIndex(t, []byte(`"id"`))
-	if k < 0 {
+	if k < 0 || !opensMember(t[:k]) {
 		return nil
 	}
 	v := bytes.TrimSpace(t[k+4:])
@@ -216,4 +216,12 @@ func idFromOversize(head, tail []byte) []byte {
 		return v
 	}
 	return nil
+}
+
+// opensMember reports whether a member of an object can start right after
+// b, which it does after '{' or ','. Any other byte before a quote (a
+// backslash, as in `"x\"id":5}`) makes that quote part of another string.
+func opensMember(b []byte) bool {
+	b = bytes.TrimRight(b, " \t\r\n")
+	return len(b) > 0 && (b[len(b)-1] == '{' || b[len(b)-1] == ',')
 }

@@ -87,7 +87,10 @@ type Child struct {
 
 	writeMu sync.Mutex // one writer on stdin: serialises every message
 	wbuf    []byte     // reused to write a message and its newline at once
-	closed  bool       // stdin closed; guarded by writeMu
+	// closed is set once stdin is closed. closeStdin does not take
+	// writeMu: a Write blocked on a child that has stopped reading holds
+	// it, and only closing the pipe ends that Write.
+	closed atomic.Bool
 
 	// reapMu orders signals to the group against reaping the leader: until
 	// the leader is reaped its pid, which is the group id, cannot be reused,
@@ -214,7 +217,7 @@ func (c *Child) Write(msg []byte) error {
 	}
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	if c.closed {
+	if c.closed.Load() {
 		return ErrClosed
 	}
 	var err error
@@ -227,6 +230,9 @@ func (c *Child) Write(msg []byte) error {
 		}
 	}
 	if err != nil {
+		if c.closed.Load() { // closed under this Write by Stop or Kill
+			return ErrClosed
+		}
 		return fmt.Errorf("stdio: write to child %d: %w", c.pid, err)
 	}
 	return nil
@@ -278,10 +284,7 @@ func (c *Child) escalate() {
 }
 
 func (c *Child) closeStdin() {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	if !c.closed {
-		c.closed = true
+	if c.closed.CompareAndSwap(false, true) {
 		c.stdin.Close()
 	}
 }
@@ -360,13 +363,16 @@ func (c *Child) readStdout() {
 		case over:
 			size += int64(len(chunk))
 			tail = keepTail(tail, chunk)
-		case len(acc)+len(chunk) > c.opts.MaxLineBytes:
+		case len(acc)+len(bytes.TrimSuffix(chunk, []byte{'\n'})) > c.opts.MaxLineBytes: // the newline is not part of the line
 			over = true
 			size = int64(len(acc) + len(chunk))
-			head = append([]byte(nil), firstN(append(acc, chunk...), oversizeKeep)...)
-			tail = keepTail(nil, chunk)
+			line := append(acc, chunk...)
+			head = append([]byte(nil), firstN(line, oversizeKeep)...)
+			// From the whole line, not just chunk: the read that crosses the
+			// cap may be the line's short last one, holding only its end.
+			tail = keepTail(nil, line[max(0, len(line)-oversizeKeep):])
 			acc = nil
-		case end && acc == nil:
+		case end && len(acc) == 0:
 			c.deliver(chunk) // the common case: no copy at all
 		default:
 			acc = append(acc, chunk...)
@@ -382,7 +388,7 @@ func (c *Child) readStdout() {
 					c.opts.OnOversize(Oversize{Size: size, Head: head, Tail: tail})
 				}
 				over, size, head, tail = false, 0, nil, nil
-			} else if acc != nil {
+			} else if len(acc) > 0 {
 				c.deliver(acc)
 				acc = acc[:0]
 				if cap(acc) > 1<<20 {
