@@ -45,7 +45,7 @@ func (h *mcpHandler) post(w http.ResponseWriter, r *http.Request) error {
 		return &httpError{status: http.StatusNotAcceptable, code: bridge.CodeInvalidRequest,
 			msg: "Not Acceptable: the Accept header must include application/json or text/event-stream (MCP clients send both)"}
 	}
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" && !isJSONMediaType(ct) {
 		return &httpError{status: http.StatusUnsupportedMediaType, code: bridge.CodeInvalidRequest,
 			msg: "Unsupported Media Type: Content-Type must be application/json"}
 	}
@@ -281,6 +281,9 @@ func hasInitialize(msgs []bridge.Message) bool {
 // accepts reports which of the two MCP response types the Accept header
 // allows. "*/*" and "application/*" / "text/*" count.
 func accepts(header string) (jsonOK, sseOK bool) {
+	if header == "application/json, text/event-stream" { // what MCP clients send: skip the parse
+		return true, true
+	}
 	for _, part := range strings.Split(header, ",") {
 		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
 		if err != nil || params["q"] == "0" {
@@ -315,4 +318,9 @@ func writeJSON(w http.ResponseWriter, msgs [][]byte, batch bool) {
 		buf = append(buf, m...)
 	}
 	_, _ = w.Write(append(buf, ']'))
+}
+
+func isJSONMediaType(ct string) bool {
+	mt, _, _ := mime.ParseMediaType(ct)
+	return mt == "application/json"
 }
