@@ -32,11 +32,12 @@ func (s span) of(b []byte) []byte {
 
 // fields are the top-level members of a JSON-RPC message the bridge uses.
 type fields struct {
-	id     span
-	method span // including its quotes
-	params span
-	result span
-	error  span
+	jsonrpc span
+	id      span
+	method  span // including its quotes
+	params  span
+	result  span
+	error   span
 }
 
 var errNotObject = errors.New("a JSON-RPC message must be a JSON object")
@@ -44,9 +45,11 @@ var errNotObject = errors.New("a JSON-RPC message must be a JSON object")
 // scanFields locates the members of the object msg (valid JSON). As in
 // encoding/json and JavaScript's JSON.parse, the last of duplicate keys wins.
 func scanFields(msg []byte) (fields, error) {
-	f := fields{absent, absent, absent, absent, absent}
+	f := fields{absent, absent, absent, absent, absent, absent}
 	err := eachMember(msg, func(key []byte, v span) {
 		switch string(key) { // no allocation: Go compiles this to a compare
+		case "jsonrpc":
+			f.jsonrpc = v
 		case "id":
 			f.id = v
 		case "method":

@@ -88,12 +88,12 @@ func parseMessage(raw []byte) (Message, error) {
 		// "The ID MUST NOT be null" and must be a string or an integer.
 		return m, invalid(CodeInvalidRequest, "Invalid Request: id must be a string or a number", nil)
 	}
-	if !bytes.Equal(member(raw, "jsonrpc").of(raw), []byte(`"2.0"`)) {
+	if string(f.jsonrpc.of(raw)) != `"2.0"` {
 		return m, invalid(CodeInvalidRequest, `Invalid Request: "jsonrpc" must be "2.0"`, id)
 	}
 	switch {
 	case f.method.ok():
-		if err := json.Unmarshal(f.method.of(raw), &m.Method); err != nil || m.Method == "" {
+		if err := unquote(f.method.of(raw), &m.Method); err != nil || m.Method == "" {
 			return m, invalid(CodeInvalidRequest, "Invalid Request: method must be a non-empty string", id)
 		}
 		if p := f.params.of(raw); p != nil && p[0] != '{' && p[0] != '[' {
@@ -166,4 +166,14 @@ func VersionAtLeast(v, min string) bool {
 		}
 	}
 	return iv >= 0 && im >= 0 && iv >= im
+}
+
+// unquote decodes a JSON string, without encoding/json's reflection for
+// the usual string with no escapes.
+func unquote(b []byte, s *string) error {
+	if len(b) >= 2 && b[0] == '"' && bytes.IndexByte(b, '\\') < 0 {
+		*s = string(b[1 : len(b)-1])
+		return nil
+	}
+	return json.Unmarshal(b, s)
 }
