@@ -78,7 +78,7 @@ func EnableSubreaper(ctx context.Context, log *slog.Logger) error {
 			case <-ctx.Done():
 				return
 			case <-sigs:
-				if n := reapOrphans(); n > 0 {
+				if n, _ := reapOrphans(); n > 0 {
 					log.Debug("reaped orphaned descendants", "count", n)
 				}
 			}
@@ -87,16 +87,39 @@ func EnableSubreaper(ctx context.Context, log *slog.Logger) error {
 	return nil
 }
 
-// reapOrphans reaps every zombie child of this process that no Child owns.
-func reapOrphans() int {
+// ReapOrphans reaps the orphans left with this process until none is left
+// or ctx ends. Call it after every Child is stopped, before the process
+// exits: Stop kills a child's whole group, but an orphan that dies after
+// that, or after the reaper of EnableSubreaper stopped, would otherwise be
+// left a zombie of PID 1, which may never reap it.
+func ReapOrphans(ctx context.Context) error {
+	// Listen before looking, so no death between the two goes unnoticed.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGCHLD)
+	defer signal.Stop(sigs)
+	for {
+		_, running := reapOrphans()
+		if running == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stdio: %d orphaned descendants still running: %w", running, ctx.Err())
+		case <-sigs:
+		}
+	}
+}
+
+// reapOrphans reaps every zombie child of this process that no Child owns,
+// and counts the others, still running.
+func reapOrphans() (reaped, running int) {
 	self := os.Getpid()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0
+		return 0, 0 // nothing can be found without /proc
 	}
 	regMu.Lock()
 	defer regMu.Unlock()
-	n := 0
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || known[pid] {
@@ -114,13 +137,17 @@ func reapOrphans() int {
 			continue
 		}
 		f := strings.Fields(s[i+1:])
-		if len(f) < 2 || f[0] != "Z" || f[1] != strconv.Itoa(self) {
+		if len(f) < 2 || f[1] != strconv.Itoa(self) {
+			continue
+		}
+		if f[0] != "Z" {
+			running++
 			continue
 		}
 		var ws syscall.WaitStatus
 		if p, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); err == nil && p == pid {
-			n++
+			reaped++
 		}
 	}
-	return n
+	return reaped, running
 }

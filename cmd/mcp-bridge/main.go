@@ -58,8 +58,11 @@ func run(ctx context.Context, args, environ []string, stderr io.Writer) int {
 		command = []string{self, "demo-server"}
 	}
 	// Orphans of children are re-parented to the bridge and reaped here,
-	// not left as zombies where PID 1 does not reap.
-	if err := stdio.EnableSubreaper(ctx, log); err != nil {
+	// not left as zombies where PID 1 does not reap. The reaper outlives
+	// ctx: most orphans die while the children are stopped at shutdown.
+	reapCtx, stopReaping := context.WithCancel(context.Background())
+	defer stopReaping()
+	if err := stdio.EnableSubreaper(reapCtx, log); err != nil {
 		log.Warn("cannot reap orphaned grandchildren", "err", err)
 	}
 
@@ -105,20 +108,54 @@ func run(ctx context.Context, args, environ []string, stderr io.Writer) int {
 	log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
 	// Stop accepting; end the GET streams; give requests in flight until
 	// the deadline; then stop every child with the full stop sequence.
+	// The HTTP server keeps serving while the children stop: stopping a
+	// child answers each request still in flight on it with a JSON-RPC
+	// error ("the bridge is shutting down"), and its client should read
+	// that rather than a cut connection.
 	b.Drain()
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("requests still in flight at the shutdown deadline were cut", "err", err)
+	httpCtx, cutHTTP := context.WithCancel(context.Background())
+	defer cutHTTP()
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- srv.Shutdown(httpCtx) }()
+	deadline := time.NewTimer(cfg.ShutdownTimeout)
+	var httpErr error
+	httpOpen := true
+	select {
+	case httpErr = <-httpDone:
+		httpOpen = false
+	case <-deadline.C:
 	}
-	cctx, cancel2 := context.WithTimeout(context.Background(), 2*cfg.StopGrace+time.Second)
-	defer cancel2()
+	deadline.Stop()
+	cctx, cancel := context.WithTimeout(context.Background(), 2*cfg.StopGrace+time.Second)
+	defer cancel()
 	if err := b.Close(cctx); err != nil {
 		log.Warn("some children had to be killed", "err", err)
+	}
+	// Their groups are killed; what is left of them must be reaped before
+	// the bridge exits, or it becomes a zombie of PID 1.
+	rctx, cancel3 := context.WithTimeout(context.Background(), cfg.StopGrace)
+	defer cancel3()
+	if err := stdio.ReapOrphans(rctx); err != nil {
+		log.Warn("orphaned descendants outlive the bridge", "err", err)
+	}
+	if httpOpen {
+		// Every request has its answer now; a handler still busy after
+		// answerGrace is writing to a client that does not read.
+		cut := time.AfterFunc(answerGrace, cutHTTP)
+		httpErr = <-httpDone
+		cut.Stop()
+	}
+	if httpErr != nil {
+		log.Warn("requests still in flight after the children stopped were cut", "err", httpErr)
 	}
 	log.Info("stopped")
 	return 0
 }
+
+// answerGrace is how long, once every child is stopped at shutdown, the
+// HTTP server waits for its handlers to write the errors that answer the
+// requests that were still in flight.
+const answerGrace = time.Second
 
 func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	var lvl slog.Level
