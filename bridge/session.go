@@ -434,7 +434,9 @@ func (s *Session) Resume(lastEventID string) (*Stream, error) {
 	if wasGET {
 		return s.OpenStream()
 	}
-	return nil, &Error{Kind: KindNotFound, Code: CodeInvalidRequest, Message: "Last-Event-ID names no stream this session can resume; its events are gone"}
+	// Not KindNotFound: a 404 would tell the client its session is gone,
+	// and it is not.
+	return nil, invalid(CodeInvalidRequest, "Last-Event-ID names no stream this session can resume; its events are gone", nil)
 }
 
 // unregisterLocked forgets a POST stream (on a refused request).

