@@ -1,0 +1,53 @@
+package bridge_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+
+	"github.com/mcp-bridge/mcp-bridge/bridge"
+	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
+)
+
+// BenchmarkRoundTrip measures one tools/call through a session and its
+// child, without HTTP: the bridge's own share of a call.
+func BenchmarkRoundTrip(b *testing.B) {
+	child := testpeers.BuildGo(b, "./cmd/mcp-bridge-load")
+	br, err := bridge.New(bridge.Config{Command: []string{child, "echo-child"}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer br.Close(context.Background())
+	msgs, _, err := bridge.ParseBody([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, st, err := br.Initialize(msgs[0], false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	take(b, st)
+	b.ResetTimer()
+	for i := range b.N {
+		msgs, _, err := bridge.ParseBody(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"message":"m"}}}`, i+2))
+		if err != nil {
+			b.Fatal(err)
+		}
+		st, err := s.Send(msgs, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		take(b, st)
+	}
+}
+
+func take(b *testing.B, st *bridge.Stream) {
+	var out [][]byte
+	for final := false; !final; {
+		if err := st.Wait(context.Background(), nil); err != nil {
+			b.Fatal(err)
+		}
+		out, final = st.Take(out[:0])
+	}
+}
