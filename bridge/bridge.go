@@ -8,9 +8,11 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -28,11 +30,20 @@ const (
 	DefaultKeepDetached = 64
 )
 
+// Session modes (Config.Mode).
+const (
+	ModePerSession = "per-session" // a child per session (the default)
+	ModeShared     = "shared"      // one child for every session, multiplexed
+)
+
 // Config configures a Bridge. Every field but Command has a working zero
 // value.
 type Config struct {
 	// Command is the child's argv, run once per session. No shell.
 	Command []string
+	// Mode is ModePerSession (default) or ModeShared. A shared child is
+	// started on the first session and restarted when it crashes.
+	Mode string
 	// Dir is the child's working directory.
 	Dir string
 	// Env is the child's whole environment (see stdio.Environ). Nil means
@@ -79,6 +90,7 @@ type Bridge struct {
 	mu       sync.Mutex
 	sessions map[string]*Session
 	closing  bool
+	shared   *upstream // the shared child, in ModeShared
 
 	wg       sync.WaitGroup // session watchers
 	stopJan  chan struct{}
@@ -99,6 +111,13 @@ func New(cfg Config) (*Bridge, error) {
 	}
 	if cfg.QueueLimit <= 0 {
 		cfg.QueueLimit = DefaultQueueLimit
+	}
+	switch cfg.Mode {
+	case "":
+		cfg.Mode = ModePerSession
+	case ModePerSession, ModeShared:
+	default:
+		return nil, fmt.Errorf("bridge: mode %q: want %s or %s", cfg.Mode, ModePerSession, ModeShared)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -143,25 +162,122 @@ func (b *Bridge) Initialize(msg Message, jsonOnly bool) (*Session, *Stream, erro
 	s := newSession(b, id)
 	b.sessions[id] = s // reserve the slot while the child starts
 	b.mu.Unlock()
-
-	if err := s.start(); err != nil {
+	release := func() {
 		b.mu.Lock()
 		delete(b.sessions, id)
 		b.mu.Unlock()
-		b.stats.ChildrenFailed.Add(1)
+	}
+
+	if b.cfg.Mode == ModeShared {
+		st, err := b.joinShared(s, msg, jsonOnly)
+		if err != nil {
+			release()
+			return nil, nil, err
+		}
+		b.stats.SessionsCreated.Add(1)
+		return s, st, nil
+	}
+	u := newUpstream(b, false)
+	u.log = s.log
+	s.up = u
+	u.sessions[s] = true
+	if err := u.start(s.log); err != nil {
+		release()
 		return nil, nil, &Error{Kind: KindInternal, Code: CodeInternalError, Message: "could not start the MCP server process", ID: msg.ID(), Err: err}
 	}
 	b.stats.SessionsCreated.Add(1)
-	b.stats.ChildrenSpawned.Add(1)
-	b.wg.Add(1)
-	go func() { defer b.wg.Done(); s.watch() }()
-
 	st, err := s.send([]Message{msg}, true, jsonOnly)
 	if err != nil {
 		s.Close()
 		return nil, nil, err
 	}
 	return s, st, nil
+}
+
+// joinShared puts s on the shared child, starting it on first use. The
+// first session's initialize goes to the child; later sessions are
+// answered from its InitializeResult, with their own protocol version
+// where the child's allows it.
+func (b *Bridge) joinShared(s *Session, msg Message, jsonOnly bool) (*Stream, error) {
+	b.mu.Lock()
+	u := b.shared
+	if u == nil {
+		u = newUpstream(b, true)
+		b.shared = u
+		if err := u.start(b.log); err != nil {
+			b.shared = nil
+			b.mu.Unlock()
+			return nil, &Error{Kind: KindInternal, Code: CodeInternalError, Message: "could not start the MCP server process", ID: msg.ID(), Err: err}
+		}
+	}
+	b.mu.Unlock()
+
+	s.up = u
+	u.mu.Lock()
+	if u.dead {
+		u.mu.Unlock()
+		return nil, &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the shared MCP server keeps crashing; the bridge stopped restarting it", ID: msg.ID()}
+	}
+	u.sessions[s] = true
+	if u.initParams == nil {
+		u.initParams = bytes.Clone(msg.f.params.of(msg.Raw))
+		u.mu.Unlock()
+		st, err := s.send([]Message{msg}, true, jsonOnly)
+		if err != nil {
+			s.end()
+		}
+		return st, err
+	}
+	wait := u.initWait
+	u.mu.Unlock()
+	select {
+	case <-wait:
+	case <-b.stopJan:
+		s.end()
+		return nil, ErrClosing
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.initResult == nil {
+		delete(u.sessions, s)
+		return nil, &Error{Kind: KindInternal, Code: CodeInternalError, Message: "the MCP server did not initialize", ID: msg.ID()}
+	}
+	s.version = sharedVersion(msg, u.initResult)
+	st := newStream(s, false, 1, jsonOnly)
+	st.init = true
+	s.posts[st] = true
+	s.answerLocked(&call{st: st}, cachedInitialize(msg.ID(), u.initResult, s.version))
+	s.log.Info("session initialized", "protocol_version", s.version, "shared", true)
+	return st, nil
+}
+
+// sharedVersion: the version the client asked for when the shared child
+// speaks it or a later one and the bridge knows it, else the child's.
+func sharedVersion(msg Message, result []byte) string {
+	var req, res struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	_ = json.Unmarshal(msg.f.params.of(msg.Raw), &req)
+	_ = json.Unmarshal(result, &res)
+	if KnownVersion(req.ProtocolVersion) && VersionAtLeast(res.ProtocolVersion, req.ProtocolVersion) {
+		return req.ProtocolVersion
+	}
+	return res.ProtocolVersion
+}
+
+// cachedInitialize is the InitializeResult response for id, with version.
+func cachedInitialize(id, result []byte, version string) []byte {
+	var r map[string]json.RawMessage
+	if err := json.Unmarshal(result, &r); err != nil {
+		r = map[string]json.RawMessage{}
+	}
+	r["protocolVersion"], _ = json.Marshal(version)
+	b, _ := json.Marshal(struct {
+		JSONRPC string                     `json:"jsonrpc"`
+		ID      json.RawMessage            `json:"id"`
+		Result  map[string]json.RawMessage `json:"result"`
+	}{"2.0", id, r})
+	return b
 }
 
 // Session returns the live session with that id, or ErrSessionNotFound.
@@ -183,11 +299,11 @@ func (b *Bridge) Drain() {
 	b.closing = true
 	var gets []*Stream
 	for _, s := range b.sessions {
-		s.mu.Lock()
+		s.up.mu.Lock()
 		if s.get != nil {
 			gets = append(gets, s.get)
 		}
-		s.mu.Unlock()
+		s.up.mu.Unlock()
 	}
 	b.mu.Unlock()
 	for _, st := range gets {
@@ -229,6 +345,12 @@ func (b *Bridge) Close(ctx context.Context) error {
 		go func() { defer wg.Done(); s.stop(ctx, "the bridge is shutting down") }()
 	}
 	wg.Wait()
+	b.mu.Lock()
+	shared := b.shared
+	b.mu.Unlock()
+	if shared != nil {
+		shared.stop(ctx)
+	}
 	b.wg.Wait()
 	return ctx.Err()
 }
@@ -286,4 +408,11 @@ func (b *Bridge) childOptions(log *slog.Logger) stdio.Options {
 		StopGrace:    b.cfg.StopGrace,
 		Logger:       log,
 	}
+}
+
+func (c *Config) maxLine() int {
+	if c.MaxLineBytes > 0 {
+		return c.MaxLineBytes
+	}
+	return stdio.DefaultMaxLineBytes
 }

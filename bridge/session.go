@@ -5,50 +5,51 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/mcp-bridge/mcp-bridge/stdio"
 )
 
-// Session is one MCP session and the child process that serves it.
+// Session is one MCP session. Its state is guarded by its upstream's
+// mutex: in per-session mode the upstream is its own child, in shared mode
+// the child every session shares.
 type Session struct {
-	id    string
-	b     *Bridge
-	log   *slog.Logger
-	child *stdio.Child
+	id  string
+	b   *Bridge
+	up  *upstream
+	log *slog.Logger
 
-	mu        sync.Mutex
 	version   string           // negotiated protocol version
-	calls     map[int64]*call  // in flight, by child-side id
-	byClient  map[string]int64 // client id (raw bytes) -> child-side id
-	tokens    map[string]*call // progress token (raw bytes) -> call
-	nextID    int64
+	byClient  map[string]int64 // client id (raw bytes) -> child-side id, in flight
 	streams   int64            // streams opened, for stream ids
 	lastGET   int64            // id of the latest GET stream
 	get       *Stream          // the open GET stream, if any
 	posts     map[*Stream]bool // POST streams a client is reading
 	queue     [][]byte         // server messages waiting for a stream
 	detached  []*Stream        // streams whose client left, kept for the session
-	initDone  bool             // initialize was sent
 	closed    bool
-	stopping  bool   // the bridge asked the child to stop
 	endReason string // why the session ended, for errors to requests still in flight
 	lastSeen  time.Time
-	done      chan struct{}
+	logLevel  int             // shared mode: lowest level it wants (index in logLevels); -1: all
+	subs      map[string]bool // shared mode: resources it subscribed to
+
+	endOnce sync.Once
+	done    chan struct{}
 }
 
-// call is one client request in flight on the child.
-type call struct {
-	clientID []byte // byte for byte as the client sent it
-	token    []byte // its progress token, if any
-	st       *Stream
-	init     bool // the initialize request
+// logLevels are MCP's (syslog's) levels, least severe first.
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+func levelIndex(l string) int {
+	for i, v := range logLevels {
+		if v == l {
+			return i
+		}
+	}
+	return -1
 }
 
 func newSession(b *Bridge, id string) *Session {
@@ -56,11 +57,11 @@ func newSession(b *Bridge, id string) *Session {
 		id:       id,
 		b:        b,
 		log:      b.log.With("session", id),
-		calls:    make(map[int64]*call),
 		byClient: make(map[string]int64),
-		tokens:   make(map[string]*call),
 		posts:    make(map[*Stream]bool),
 		lastSeen: b.cfg.Now(),
+		logLevel: -1,
+		subs:     make(map[string]bool),
 		done:     make(chan struct{}),
 	}
 }
@@ -68,43 +69,40 @@ func newSession(b *Bridge, id string) *Session {
 // ID is the session id (the Mcp-Session-Id).
 func (s *Session) ID() string { return s.id }
 
-// Done is closed when the session has ended and its child is reaped.
+// Done is closed when the session has ended (and, in per-session mode,
+// its child is reaped).
 func (s *Session) Done() <-chan struct{} { return s.done }
 
-// ChildPid is the pid of the session's child.
-func (s *Session) ChildPid() int { return s.child.Pid() }
+// ChildPid is the pid of the session's child, 0 while none runs.
+func (s *Session) ChildPid() int {
+	s.up.mu.Lock()
+	defer s.up.mu.Unlock()
+	if s.up.child == nil {
+		return 0
+	}
+	return s.up.child.Pid()
+}
 
-// Version is the protocol version the child negotiated ("" before the
+// Version is the protocol version negotiated at initialize ("" before the
 // InitializeResult has passed).
 func (s *Session) Version() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.up.mu.Lock()
+	defer s.up.mu.Unlock()
 	return s.version
 }
 
-func (s *Session) start() error {
-	opts := s.b.childOptions(s.log)
-	opts.OnMessage = s.fromChild
-	opts.OnOversize = s.oversize
-	c, err := stdio.Start(opts)
-	if err != nil {
-		return err
-	}
-	s.child = c
-	s.log.Info("child started", "child_pid", c.Pid(), "command", s.b.cfg.Command[0])
-	return nil
-}
-
 func (s *Session) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.up.mu.Lock()
+	defer s.up.mu.Unlock()
 	return s.closed
 }
 
+func (s *Session) touchLocked() { s.lastSeen = s.b.cfg.Now() }
+
 func (s *Session) idleSince(now time.Time) time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed || len(s.calls) > 0 || s.get != nil || len(s.posts) > 0 {
+	s.up.mu.Lock()
+	defer s.up.mu.Unlock()
+	if s.closed || len(s.byClient) > 0 || s.get != nil || len(s.posts) > 0 {
 		return 0
 	}
 	return now.Sub(s.lastSeen)
@@ -133,15 +131,21 @@ func (s *Session) send(msgs []Message, init, jsonOnly bool) (*Stream, error) {
 			requests++
 		}
 	}
+	u := s.up
 	var st *Stream
 	out := make([][]byte, 0, len(msgs))
 
-	s.mu.Lock()
+	u.mu.Lock()
 	if s.closed {
-		s.mu.Unlock()
+		u.mu.Unlock()
 		return nil, ErrSessionNotFound
 	}
-	s.lastSeen = s.b.cfg.Now()
+	child := u.child
+	if child == nil {
+		u.mu.Unlock()
+		return nil, &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the MCP server is restarting; try again shortly"}
+	}
+	s.touchLocked()
 	if requests > 0 {
 		st = newStream(s, false, requests, jsonOnly)
 		st.init = init
@@ -155,46 +159,127 @@ func (s *Session) send(msgs []Message, init, jsonOnly bool) (*Stream, error) {
 			if _, dup := s.byClient[string(cid)]; dup {
 				// Two requests in flight with one id could not be told
 				// apart on the way back.
-				s.unregisterLocked(st)
-				s.mu.Unlock()
+				delete(s.posts, st)
+				u.mu.Unlock()
 				return nil, invalid(CodeInvalidRequest, "Invalid Request: a request with this id is already in flight", cid)
 			}
-			s.nextID++
-			childID := s.nextID
-			c := &call{clientID: bytes.Clone(cid), st: st, init: init}
-			if tok := progressToken(m.Raw, m.f.params); tok != nil {
-				c.token = bytes.Clone(tok)
-				s.tokens[string(tok)] = c
+			if u.shared && !s.forwardLocked(m, st) {
+				continue // answered by the bridge
 			}
-			s.calls[childID] = c
-			s.byClient[string(cid)] = childID
-			out = append(out, splice(m.Raw, m.f.id, strconv.AppendInt(nil, childID, 10)))
+			c := &call{sess: s, clientID: bytes.Clone(cid), st: st, init: init}
+			out = append(out, u.register(c, m))
+			s.byClient[string(cid)] = u.nextID
 		case Notification:
-			if m.Method == methodCancelled {
+			switch {
+			case m.Method == methodCancelled:
 				if fwd := s.cancelLocked(m); fwd != nil {
 					out = append(out, fwd)
 				}
-				continue
+			case m.Method == methodInitialized && u.shared:
+				// The shared child was initialized once, by the first
+				// session; it hears "initialized" once.
+				if !u.initSent {
+					u.initSent = true
+					out = append(out, m.Raw)
+				}
+			default:
+				out = append(out, m.Raw)
 			}
-			out = append(out, m.Raw)
 		case Response:
 			// An answer to a request the child sent (sampling,
 			// elicitation, roots, ping): the child's own id space, so it
-			// goes through as it is.
+			// goes through as it is, from the session it was sent to.
+			if u.shared {
+				if u.serverReqs[string(m.ID())] != s {
+					s.log.Warn("dropped a response to a request the MCP server did not send to this session", "id", string(m.ID()))
+					continue
+				}
+				delete(u.serverReqs, string(m.ID()))
+			}
 			out = append(out, m.Raw)
 		}
 	}
-	s.mu.Unlock()
+	u.mu.Unlock()
+	u.write(child, out)
+	return st, nil
+}
 
-	for _, msg := range out {
-		if err := s.child.Write(msg); err != nil {
-			// The child is gone or going: watch() fails what is in
-			// flight, with its exit status, as soon as it is reaped.
-			s.log.Warn("write to child failed", "err", err)
-			break
+// forwardLocked handles, for a session on a shared child, the requests
+// that change state the child holds for everyone: subscriptions and the
+// log level. It reports whether m goes to the child; if not, the bridge
+// has answered it on st.
+func (s *Session) forwardLocked(m *Message, st *Stream) bool {
+	u := s.up
+	switch m.Method {
+	case "resources/subscribe", "resources/unsubscribe":
+		var p struct {
+			URI string `json:"uri"`
+		}
+		if json.Unmarshal(m.f.params.of(m.Raw), &p) != nil || p.URI == "" {
+			return true // let the child say what is wrong
+		}
+		if m.Method == "resources/subscribe" {
+			s.subs[p.URI] = true
+			first := len(u.subs[p.URI]) == 0
+			if u.subs[p.URI] == nil {
+				u.subs[p.URI] = make(map[*Session]bool)
+			}
+			u.subs[p.URI][s] = true
+			if first {
+				return true
+			}
+		} else {
+			delete(s.subs, p.URI)
+			delete(u.subs[p.URI], s)
+			if len(u.subs[p.URI]) == 0 {
+				delete(u.subs, p.URI)
+				return true
+			}
+		}
+	case "logging/setLevel":
+		var p struct {
+			Level string `json:"level"`
+		}
+		if json.Unmarshal(m.f.params.of(m.Raw), &p) != nil || levelIndex(p.Level) < 0 {
+			return true
+		}
+		s.logLevel = levelIndex(p.Level)
+		if lvl := u.childLevelLocked(); lvl != u.level {
+			u.level = lvl
+			return true
+		}
+	default:
+		return true
+	}
+	s.answerLocked(&call{st: st}, []byte(`{"jsonrpc":"2.0","id":`+string(m.ID())+`,"result":{}}`))
+	return false
+}
+
+// childLevelLocked is the most verbose level any session asked for.
+func (u *upstream) childLevelLocked() string {
+	lowest := -1
+	for s := range u.sessions {
+		if s.logLevel >= 0 && (lowest < 0 || s.logLevel < lowest) {
+			lowest = s.logLevel
 		}
 	}
-	return st, nil
+	if lowest < 0 {
+		return u.level
+	}
+	return logLevels[lowest]
+}
+
+// wantsLog reports whether a log message with these params is at or above
+// the session's own level (shared mode; a session that set none gets all).
+func (s *Session) wantsLog(params []byte) bool {
+	if !s.up.shared || s.logLevel < 0 {
+		return true
+	}
+	var p struct {
+		Level string `json:"level"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return levelIndex(p.Level) >= s.logLevel
 }
 
 // cancelLocked handles the client's notifications/cancelled: the requestId
@@ -208,83 +293,35 @@ func (s *Session) cancelLocked(m *Message) []byte {
 	}
 	rs := member(p, "requestId")
 	if !rs.ok() {
+		if s.up.shared {
+			return nil // a task cancellation cannot be attributed on a shared child
+		}
 		return m.Raw // 2025-11-25 allows cancelling tasks without one
 	}
 	childID, ok := s.byClient[string(rs.of(p))]
 	if !ok {
 		return nil
 	}
-	c := s.calls[childID]
-	if c.init {
+	c := s.up.calls[childID]
+	if c == nil || c.init {
 		return nil // "initialize MUST NOT be cancelled"
 	}
 	// "The sender of the cancellation notification SHOULD ignore any
 	// response to the request that arrives afterward": the call is
 	// settled now, and its stream ends without a response.
-	s.doneLocked(childID, c)
+	delete(s.up.calls, childID)
+	s.doneLocked(c)
 	s.answerLocked(c, nil)
 	newParams := splice(p, rs, strconv.AppendInt(nil, childID, 10))
 	return splice(m.Raw, m.f.params, newParams)
 }
 
-// fromChild routes one message the child wrote. It runs on the child's
-// reader goroutine, so it never blocks on a client.
-func (s *Session) fromChild(line []byte) {
-	if !json.Valid(line) {
-		s.log.Warn("child wrote invalid JSON; skipped it", "line", string(line[:min(len(line), 200)]))
-		return
-	}
-	if line[0] == '[' { // a 2025-03-26 child may batch
-		for i := 1; i < len(line) && line[i] != ']'; {
-			end := skipValue(line, i)
-			s.fromChild(line[i:end])
-			i = skipSpace(line, end)
-			if i < len(line) && line[i] == ',' {
-				i = skipSpace(line, i+1)
-			}
-		}
-		return
-	}
-	f, err := scanFields(line)
-	if err != nil {
-		s.log.Warn("child wrote a message that is not an object; skipped it")
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.lastSeen = s.b.cfg.Now()
-	if !f.method.ok() {
-		s.responseLocked(line, f)
-		return
-	}
-	msg := bytes.Clone(line)
-	method := f.method.of(line)
-	// Progress goes to the stream of the request that carried the token.
-	if string(method) == `"`+methodProgress+`"` {
-		if c := s.tokens[string(member(f.params.of(line), "progressToken").of(f.params.of(line)))]; c != nil && c.st.canCarry() {
-			c.st.push(msg, false)
-			return
-		}
-	}
-	// A request of the child's (sampling, elicitation, roots, ping) or a
-	// log message, while exactly one request is in flight, relates to that
-	// request: stdio gives no other hint, and one in flight is unambiguous.
-	if f.id.ok() || string(method) == `"`+methodLogMessage+`"` {
-		if len(s.calls) == 1 {
-			for _, c := range s.calls {
-				if c.st.canCarry() {
-					c.st.push(msg, false)
-					return
-				}
-			}
-		}
-	}
-	s.deliverLocked(msg)
-}
-
 // deliverLocked puts a message that relates to no request on one stream:
 // the GET stream if open, else an open POST stream, else the queue.
 func (s *Session) deliverLocked(msg []byte) {
+	if s.closed {
+		return
+	}
 	if s.get != nil && s.get.canCarry() {
 		s.get.push(msg, false)
 		return
@@ -304,26 +341,6 @@ func (s *Session) deliverLocked(msg []byte) {
 	s.queue = append(s.queue, msg)
 }
 
-func (s *Session) responseLocked(line []byte, f fields) {
-	childID, err := strconv.ParseInt(string(f.id.of(line)), 10, 64)
-	c := s.calls[childID]
-	if err != nil || c == nil {
-		if err == nil && childID > 0 && childID <= s.nextID {
-			// A late answer to a request the client cancelled.
-			s.log.Debug("dropped the response to a cancelled request", "child_id", childID)
-			return
-		}
-		s.b.stats.UnroutableDrops.Add(1)
-		s.log.Warn("child answered an id nobody asked; dropped it", "id", string(f.id.of(line)))
-		return
-	}
-	s.doneLocked(childID, c)
-	if c.init {
-		s.initializedLocked(line, f)
-	}
-	s.answerLocked(c, splice(line, f.id, c.clientID))
-}
-
 // answerLocked puts the response to c (nil: none) on its stream, and
 // forgets the stream once every response it owes is there.
 func (s *Session) answerLocked(c *call, msg []byte) {
@@ -332,58 +349,15 @@ func (s *Session) answerLocked(c *call, msg []byte) {
 	}
 }
 
-func (s *Session) doneLocked(childID int64, c *call) {
-	delete(s.calls, childID)
+func (s *Session) doneLocked(c *call) {
 	delete(s.byClient, string(c.clientID))
-	if c.token != nil && s.tokens[string(c.token)] == c {
-		delete(s.tokens, string(c.token))
-	}
-}
-
-// initializedLocked records the negotiated version from the InitializeResult.
-func (s *Session) initializedLocked(line []byte, f fields) {
-	s.initDone = true
-	if !f.result.ok() {
-		return
-	}
-	var r struct {
-		ProtocolVersion string `json:"protocolVersion"`
-	}
-	if err := json.Unmarshal(f.result.of(line), &r); err == nil {
-		s.version = r.ProtocolVersion
-	}
-	s.log.Info("session initialized", "protocol_version", s.version)
-}
-
-// oversize fails the request whose response was over the line cap.
-func (s *Session) oversize(o stdio.Oversize) {
-	s.b.stats.OversizeLines.Add(1)
-	id := idFromOversize(o.Head, o.Tail)
-	childID, err := strconv.ParseInt(string(id), 10, 64)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.calls[childID]
-	if id == nil || err != nil || c == nil {
-		s.log.Warn("dropped an oversize message from the child that answers no request", "bytes", o.Size)
-		return
-	}
-	s.doneLocked(childID, c)
-	msg := fmt.Sprintf("the MCP server's response (%d bytes) is over the bridge's message size limit (%d bytes); raise --max-message-bytes", o.Size, s.b.cfg.maxLine())
-	s.answerLocked(c, errorResponse(c.clientID, CodeResponseTooLarge, msg, nil))
-}
-
-func (c *Config) maxLine() int {
-	if c.MaxLineBytes > 0 {
-		return c.MaxLineBytes
-	}
-	return stdio.DefaultMaxLineBytes
 }
 
 // OpenStream opens the session's GET stream for server-initiated
 // messages. There is at most one (ErrStreamConflict).
 func (s *Session) OpenStream() (*Stream, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.up.mu.Lock()
+	defer s.up.mu.Unlock()
 	if s.closed {
 		return nil, ErrSessionNotFound
 	}
@@ -393,7 +367,7 @@ func (s *Session) OpenStream() (*Stream, error) {
 	st := newStream(s, true, 0, false)
 	s.get = st
 	s.lastGET = st.id
-	s.lastSeen = s.b.cfg.Now()
+	s.touchLocked()
 	for _, m := range s.queue {
 		st.push(m, false)
 	}
@@ -412,7 +386,7 @@ func (s *Session) Resume(lastEventID string) (*Stream, error) {
 	if err != nil {
 		return nil, invalid(CodeInvalidRequest, "Invalid Last-Event-ID: not an event id of this bridge", nil)
 	}
-	s.mu.Lock()
+	s.up.mu.Lock()
 	for i, st := range s.detached {
 		if st.id != n {
 			continue
@@ -425,12 +399,12 @@ func (s *Session) Resume(lastEventID string) (*Stream, error) {
 		if !final {
 			s.posts[st] = true
 		}
-		s.mu.Unlock()
+		s.up.mu.Unlock()
 		st.signal()
 		return st, nil
 	}
 	wasGET := s.get == nil && n <= s.streams && s.lastGET == n
-	s.mu.Unlock()
+	s.up.mu.Unlock()
 	if wasGET {
 		return s.OpenStream()
 	}
@@ -439,17 +413,10 @@ func (s *Session) Resume(lastEventID string) (*Stream, error) {
 	return nil, invalid(CodeInvalidRequest, "Last-Event-ID names no stream this session can resume; its events are gone", nil)
 }
 
-// unregisterLocked forgets a POST stream (on a refused request).
-func (s *Session) unregisterLocked(st *Stream) {
-	if st != nil {
-		delete(s.posts, st)
-	}
-}
-
 func (s *Session) detach(st *Stream) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.lastSeen = s.b.cfg.Now()
+	s.up.mu.Lock()
+	defer s.up.mu.Unlock()
+	s.touchLocked()
 	st.mu.Lock()
 	st.attached = false
 	left := st.msgs
@@ -478,73 +445,80 @@ func (s *Session) detach(st *Stream) {
 	}
 }
 
-// Close ends the session at the client's request (DELETE): the child is
-// stopped with the graceful sequence. It returns once the child is reaped.
+// Close ends the session at the client's request (DELETE). In per-session
+// mode its child is stopped with the graceful sequence and Close returns
+// once it is reaped.
 func (s *Session) Close() {
 	s.stop(context.Background(), "the session was deleted")
 }
 
-// stop ends the session and stops its child.
+// stop ends the session, and in per-session mode stops its child.
 func (s *Session) stop(ctx context.Context, reason string) {
-	s.mu.Lock()
+	s.up.mu.Lock()
 	if s.endReason == "" {
 		s.endReason = reason
 	}
-	s.stopping = true
-	s.mu.Unlock()
+	s.up.mu.Unlock()
 	s.b.remove(s) // from now on its id is 404
-	if err := s.child.Stop(ctx); err != nil {
-		s.log.Warn("child did not stop in time; killed its group", "err", err)
-		s.child.Kill()
+	if s.up.shared {
+		s.end()
+		return
 	}
+	s.up.stop(ctx)
 	<-s.done
 }
 
-// watch ends the session when its child exits, for whatever reason: every
-// request in flight fails at once with the exit status and the last lines
-// of stderr.
-func (s *Session) watch() {
-	defer close(s.done)
-	<-s.child.Done()
-	err := s.child.Err()
-	tail := s.child.StderrTail()
-	s.b.remove(s)
-
-	s.mu.Lock()
-	s.closed = true
-	reason, stopping := s.endReason, s.stopping
-	status := exitStatus(err)
-	if reason == "" {
-		reason = "the MCP server process exited (" + status + ")"
-	}
-	for childID, c := range s.calls {
-		s.doneLocked(childID, c)
-		data := map[string]any{"exitStatus": status}
-		if len(tail) > 0 {
-			data["stderr"] = strings.Join(tail, "\n")
+// end closes the session: its streams finish, and on a shared child its
+// subscriptions and log level are withdrawn. Requests still in flight have
+// been answered (per-session: by watch) or their answers will be dropped.
+func (s *Session) end() {
+	s.endOnce.Do(func() {
+		s.b.remove(s)
+		u := s.up
+		u.mu.Lock()
+		s.closed = true
+		delete(u.sessions, s)
+		var lines [][]byte
+		if u.shared {
+			for uri := range s.subs {
+				delete(u.subs[uri], s)
+				if len(u.subs[uri]) == 0 {
+					delete(u.subs, uri)
+					p, _ := json.Marshal(map[string]string{"uri": uri})
+					lines = append(lines, u.ownRequestLocked("resources/unsubscribe", p))
+				}
+			}
+			if lvl := u.childLevelLocked(); lvl != u.level && s.logLevel >= 0 {
+				u.level = lvl
+				p, _ := json.Marshal(map[string]string{"level": lvl})
+				lines = append(lines, u.ownRequestLocked("logging/setLevel", p))
+			}
+			for id, sess := range u.serverReqs {
+				if sess == s {
+					delete(u.serverReqs, id)
+				}
+			}
 		}
-		s.answerLocked(c, errorResponse(c.clientID, CodeChildExited, reason, data))
-	}
-	streams := make([]*Stream, 0, len(s.posts)+1)
-	for st := range s.posts {
-		streams = append(streams, st)
-	}
-	if s.get != nil {
-		streams = append(streams, s.get)
-	}
-	s.mu.Unlock()
-	for _, st := range streams {
-		st.finish()
-	}
-
-	s.b.stats.SessionsEnded.Add(1)
-	if stopping {
-		s.b.stats.ChildrenExitedOK.Add(1)
-		s.log.Info("session ended", "reason", reason, "child_exit", status)
-	} else {
-		s.b.stats.ChildrenCrashed.Add(1)
-		s.log.Warn("child exited; session ended", "child_exit", status, "stderr_tail", tail)
-	}
+		streams := make([]*Stream, 0, len(s.posts)+1)
+		for st := range s.posts {
+			streams = append(streams, st)
+		}
+		if s.get != nil {
+			streams = append(streams, s.get)
+		}
+		child := u.child
+		reason := s.endReason
+		u.mu.Unlock()
+		if child != nil && len(lines) > 0 {
+			u.write(child, lines)
+		}
+		for _, st := range streams {
+			st.finish()
+		}
+		s.b.stats.SessionsEnded.Add(1)
+		s.log.Info("session ended", "reason", reason)
+		close(s.done)
+	})
 }
 
 func exitStatus(err error) string {

@@ -28,6 +28,7 @@ type Config struct {
 	Port            int           `env:"PORT" envDefault:"8080" flag:"port" help:"TCP port (0 picks a free one)"`
 	Path            string        `env:"PATH" envDefault:"/mcp" flag:"path" help:"path of the MCP endpoint"`
 	Command         Argv          `env:"COMMAND" flag:"-" help:"the MCP server's argv as a JSON array (or give it after --); empty serves the built-in demo server"`
+	Mode            string        `env:"MODE" envDefault:"per-session" flag:"mode" help:"per-session: a process per MCP session; shared: one process multiplexed across sessions"`
 	Dir             string        `env:"CWD" flag:"cwd" help:"working directory of the MCP server process"`
 	Env             []string      `env:"ENV" envSeparator:"," flag:"env" help:"K=V added to the MCP server's environment (repeatable)"`
 	HideEnv         []string      `env:"HIDE_ENV" envSeparator:"," flag:"hide-env" help:"names of variables not passed to the MCP server (repeatable); MCP_BRIDGE_* are never passed"`
@@ -156,6 +157,11 @@ func (c *Config) validate() error {
 	}
 	if !strings.HasPrefix(c.Path, "/") || c.Path == "/healthz" {
 		bad("Path", "must start with / and not be /healthz")
+	}
+	switch c.Mode {
+	case "per-session", "shared":
+	default:
+		bad("Mode", "want per-session or shared")
 	}
 	switch c.ResponseMode {
 	case "auto", "sse", "json":

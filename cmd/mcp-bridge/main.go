@@ -68,6 +68,7 @@ func run(ctx context.Context, args, environ []string, stderr io.Writer) int {
 
 	b, err := bridge.New(bridge.Config{
 		Command:      command,
+		Mode:         cfg.Mode,
 		Dir:          cfg.Dir,
 		Env:          stdio.Environ(environ, cfg.hiddenFromChild(), cfg.Env),
 		MaxLineBytes: cfg.MaxMessageBytes,

@@ -378,6 +378,7 @@ func TestConfigDefaults(t *testing.T) {
 		Port:            8080,
 		Path:            "/mcp",
 		ResponseMode:    "auto",
+		Mode:            "per-session",
 		SSEDelay:        50 * time.Millisecond,
 		MaxBodyBytes:    4 << 20,
 		MaxMessageBytes: 16 << 20,

@@ -1,0 +1,495 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-bridge/mcp-bridge/stdio"
+)
+
+// upstream is one child process and the requests in flight on it. In
+// per-session mode it serves exactly one session; in shared mode every
+// session of the bridge. Its mutex guards its own state and that of every
+// session on it, so routing one message takes one lock.
+type upstream struct {
+	b      *Bridge
+	log    *slog.Logger
+	shared bool
+
+	mu         sync.Mutex
+	child      *stdio.Child // nil while a shared child restarts
+	calls      map[int64]*call
+	nextID     int64 // child-side ids of requests, and progress tokens
+	sessions   map[*Session]bool
+	serverReqs map[string]*Session // requests of the child's, routed to a session, by raw id
+	stopping   bool                // the bridge stops the child: no restart
+
+	// Shared mode only.
+	initParams []byte        // the first initialize's params, to re-initialize after a restart
+	initResult []byte        // the child's InitializeResult
+	initWait   chan struct{} // closed once initResult is known or initialize failed
+	initSent   bool          // notifications/initialized reached the child
+	subs       map[string]map[*Session]bool
+	level      string // log level set on the child
+	crashes    []time.Time
+	dead       bool // the crash-loop breaker tripped
+}
+
+// call is one request in flight on the child.
+type call struct {
+	sess     *Session // nil for the bridge's own requests: their answer is dropped
+	clientID []byte   // byte for byte as the client sent it
+	token    []byte   // the client's progress token, if any
+	st       *Stream
+	init     bool // an initialize request
+}
+
+// Restart policy of a shared child.
+const (
+	restartMin   = 100 * time.Millisecond
+	restartMax   = 10 * time.Second
+	breakerCount = 5           // crashes within breakerSpan trip the breaker
+	breakerSpan  = time.Minute // ...
+)
+
+func newUpstream(b *Bridge, shared bool) *upstream {
+	return &upstream{
+		b:          b,
+		log:        b.log,
+		shared:     shared,
+		calls:      make(map[int64]*call),
+		sessions:   make(map[*Session]bool),
+		serverReqs: make(map[string]*Session),
+		subs:       make(map[string]map[*Session]bool),
+		initWait:   make(chan struct{}),
+	}
+}
+
+// start spawns the child. log labels its lines (with the session in
+// per-session mode).
+func (u *upstream) start(log *slog.Logger) error {
+	opts := u.b.childOptions(log)
+	opts.OnMessage = u.fromChild
+	opts.OnOversize = u.oversize
+	child, err := stdio.Start(opts)
+	if err != nil {
+		u.b.stats.ChildrenFailed.Add(1)
+		return err
+	}
+	u.b.stats.ChildrenSpawned.Add(1)
+	u.mu.Lock()
+	u.child = child
+	u.mu.Unlock()
+	log.Info("child started", "child_pid", child.Pid(), "command", u.b.cfg.Command[0])
+	u.b.wg.Add(1)
+	go func() { defer u.b.wg.Done(); u.watch(child) }()
+	return nil
+}
+
+// register puts a request in flight and returns the line for the child,
+// with the child-side id (and progress token) in place of the client's.
+// Called with mu held.
+func (u *upstream) register(c *call, m *Message) []byte {
+	u.nextID++
+	id := u.nextID
+	u.calls[id] = c
+	idBytes := strconv.AppendInt(nil, id, 10)
+	out := splice(m.Raw, m.f.id, idBytes)
+	if tok := progressToken(m.Raw, m.f.params); tok != nil {
+		// The child sees the request's own child-side id as its token:
+		// unique on the child even when sessions pick the same tokens.
+		c.token = bytes.Clone(tok)
+		f, _ := scanFields(out)
+		p := f.params.of(out)
+		meta := member(p, "_meta")
+		mp := meta.of(p)
+		ts := member(mp, "progressToken")
+		newMeta := splice(mp, ts, idBytes)
+		newParams := splice(p, meta, newMeta)
+		out = splice(out, f.params, newParams)
+	}
+	return out
+}
+
+// write sends lines to the child. A failure means the child is gone or
+// going: watch fails what is in flight with its exit status.
+func (u *upstream) write(child *stdio.Child, lines [][]byte) {
+	for _, line := range lines {
+		if err := child.Write(line); err != nil {
+			u.log.Warn("write to child failed", "err", err)
+			return
+		}
+	}
+}
+
+// fromChild routes one message the child wrote. It runs on the child's
+// reader goroutine, so it never blocks on a client.
+func (u *upstream) fromChild(line []byte) {
+	if !json.Valid(line) {
+		u.log.Warn("child wrote invalid JSON; skipped it", "line", string(line[:min(len(line), 200)]))
+		return
+	}
+	if line[0] == '[' { // a 2025-03-26 child may batch
+		for i := 1; i < len(line) && line[i] != ']'; {
+			end := skipValue(line, i)
+			u.fromChild(line[i:end])
+			i = skipSpace(line, end)
+			if i < len(line) && line[i] == ',' {
+				i = skipSpace(line, i+1)
+			}
+		}
+		return
+	}
+	f, err := scanFields(line)
+	if err != nil {
+		u.log.Warn("child wrote a message that is not an object; skipped it")
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !f.method.ok() {
+		u.responseLocked(line, f)
+		return
+	}
+	var method string
+	_ = unquote(f.method.of(line), &method)
+	params := f.params.of(line)
+
+	if method == methodProgress {
+		tok := member(params, "progressToken")
+		id, err := strconv.ParseInt(string(tok.of(params)), 10, 64)
+		c := u.calls[id]
+		if err != nil || c == nil || c.sess == nil {
+			return // progress for a request that is over: "MUST stop"
+		}
+		msg := splice(line, f.params, splice(params, tok, c.token))
+		c.sess.touchLocked()
+		if c.st.canCarry() {
+			c.st.push(msg, false)
+		} else {
+			c.sess.deliverLocked(msg)
+		}
+		return
+	}
+	msg := bytes.Clone(line)
+	// A request of the child's (sampling, elicitation, roots, ping) or a
+	// log message, while exactly one request is in flight, relates to that
+	// request: stdio gives no other hint, and one in flight is unambiguous.
+	var only *call
+	if len(u.calls) == 1 {
+		for _, c := range u.calls {
+			only = c
+		}
+	}
+	isRequest := f.id.ok()
+	if (isRequest || method == methodLogMessage) && only != nil && only.sess != nil && !only.sess.closed {
+		if isRequest && u.shared {
+			u.serverReqs[string(f.id.of(line))] = only.sess
+		}
+		if method == methodLogMessage && !only.sess.wantsLog(params) {
+			return
+		}
+		only.sess.touchLocked()
+		if only.st.canCarry() {
+			only.st.push(msg, false)
+		} else {
+			only.sess.deliverLocked(msg)
+		}
+		return
+	}
+	if !u.shared {
+		for s := range u.sessions {
+			s.touchLocked()
+			s.deliverLocked(msg)
+		}
+		return
+	}
+	u.sharedNotificationLocked(method, params, f, line, msg, isRequest)
+}
+
+// sharedNotificationLocked routes what a shared child sends that relates
+// to no single request: by subscription, by log level, to everyone for
+// list changes, and nowhere it cannot be attributed.
+func (u *upstream) sharedNotificationLocked(method string, params []byte, f fields, line, msg []byte, isRequest bool) {
+	switch {
+	case isRequest:
+		// Sampling, elicitation or roots with no single request in flight:
+		// guessing would hand one user's question to another.
+		n := len(u.calls)
+		u.log.Warn("the shared MCP server sent a request that cannot be attributed to one session; refused it (run the bridge with --mode per-session to serve such servers)",
+			"method", method, "requests_in_flight", n)
+		reply := errorResponse(f.id.of(line), CodeInternalError,
+			fmt.Sprintf("mcp-bridge: cannot route %s: this server is shared by several sessions and %d requests are in flight, so it is ambiguous which client should answer; run the bridge with --mode per-session", method, n), nil)
+		if child := u.child; child != nil {
+			go u.write(child, [][]byte{reply})
+		}
+	case strings.HasSuffix(method, "/list_changed"):
+		for s := range u.sessions {
+			s.deliverLocked(msg)
+		}
+	case method == "notifications/resources/updated":
+		var p struct {
+			URI string `json:"uri"`
+		}
+		_ = json.Unmarshal(params, &p)
+		for s := range u.subs[p.URI] {
+			s.deliverLocked(msg)
+		}
+	case method == methodLogMessage:
+		for s := range u.sessions {
+			if s.wantsLog(params) {
+				s.deliverLocked(msg)
+			}
+		}
+	default:
+		u.log.Warn("the shared MCP server sent a notification that belongs to no single session; dropped it", "method", method)
+	}
+}
+
+func (u *upstream) responseLocked(line []byte, f fields) {
+	id, err := strconv.ParseInt(string(f.id.of(line)), 10, 64)
+	c := u.calls[id]
+	if err != nil || c == nil {
+		if err == nil && id > 0 && id <= u.nextID {
+			// A late answer to a request that was cancelled or whose
+			// session ended.
+			u.log.Debug("dropped the response to a request that is over", "child_id", id)
+			return
+		}
+		u.b.stats.UnroutableDrops.Add(1)
+		u.log.Warn("child answered an id nobody asked; dropped it", "id", string(f.id.of(line)))
+		return
+	}
+	delete(u.calls, id)
+	if c.init {
+		u.initializedLocked(c, line, f)
+	}
+	if c.sess == nil {
+		if f.error.ok() {
+			u.log.Warn("the MCP server refused a request of the bridge's", "error", string(f.error.of(line)))
+		}
+		return
+	}
+	c.sess.doneLocked(c)
+	if c.sess.closed {
+		return
+	}
+	c.sess.answerLocked(c, splice(line, f.id, c.clientID))
+}
+
+// initializedLocked records what the InitializeResult negotiated.
+func (u *upstream) initializedLocked(c *call, line []byte, f fields) {
+	var r struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if f.result.ok() {
+		_ = json.Unmarshal(f.result.of(line), &r)
+	}
+	if c.sess != nil {
+		c.sess.version = r.ProtocolVersion
+		c.sess.log.Info("session initialized", "protocol_version", r.ProtocolVersion)
+	}
+	if u.shared && u.initResult == nil {
+		if f.result.ok() {
+			u.initResult = bytes.Clone(f.result.of(line))
+		}
+		close(u.initWait)
+	}
+}
+
+// oversize fails the request whose response was over the line cap.
+func (u *upstream) oversize(o stdio.Oversize) {
+	u.b.stats.OversizeLines.Add(1)
+	id := idFromOversize(o.Head, o.Tail)
+	childID, err := strconv.ParseInt(string(id), 10, 64)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	c := u.calls[childID]
+	if id == nil || err != nil || c == nil {
+		u.log.Warn("dropped an oversize message from the child that answers no request", "bytes", o.Size)
+		return
+	}
+	delete(u.calls, childID)
+	if c.sess == nil {
+		return
+	}
+	c.sess.doneLocked(c)
+	msg := fmt.Sprintf("the MCP server's response (%d bytes) is over the bridge's message size limit (%d bytes); raise --max-message-bytes", o.Size, u.b.cfg.maxLine())
+	c.sess.answerLocked(c, errorResponse(c.clientID, CodeResponseTooLarge, msg, nil))
+}
+
+// watch handles the child's end: every request in flight fails at once
+// with the exit status and the last lines of stderr. In per-session mode
+// the session ends with it; a shared child is restarted.
+func (u *upstream) watch(child *stdio.Child) {
+	<-child.Done()
+	err := child.Err()
+	tail := child.StderrTail()
+	status := exitStatus(err)
+
+	u.mu.Lock()
+	u.child = nil
+	stopping := u.stopping
+	for id, c := range u.calls {
+		delete(u.calls, id)
+		if c.sess == nil {
+			continue
+		}
+		c.sess.doneLocked(c)
+		reason := c.sess.endReason
+		if reason == "" {
+			reason = "the MCP server process exited (" + status + ")"
+		}
+		data := map[string]any{"exitStatus": status}
+		if len(tail) > 0 {
+			data["stderr"] = strings.Join(tail, "\n")
+		}
+		c.sess.answerLocked(c, errorResponse(c.clientID, CodeChildExited, reason, data))
+	}
+	clear(u.serverReqs)
+	restart := u.shared && !stopping && u.breakerLocked()
+	var ending []*Session
+	if !restart {
+		for s := range u.sessions {
+			if s.endReason == "" {
+				s.endReason = "the MCP server process exited (" + status + ")"
+			}
+			ending = append(ending, s)
+		}
+	}
+	u.mu.Unlock()
+
+	switch {
+	case stopping:
+		u.b.stats.ChildrenExitedOK.Add(1)
+		u.log.Info("child stopped", "child_pid", child.Pid(), "child_exit", status)
+	case u.shared:
+		u.b.stats.ChildrenCrashed.Add(1)
+		u.log.Warn("the shared child exited", "child_pid", child.Pid(), "child_exit", status, "stderr_tail", tail, "restart", restart)
+	default:
+		u.b.stats.ChildrenCrashed.Add(1)
+		u.log.Warn("child exited; session ended", "child_exit", status, "child_pid", child.Pid(), "stderr_tail", tail)
+	}
+	for _, s := range ending {
+		s.end()
+	}
+	if restart {
+		u.restart()
+	}
+}
+
+// breakerLocked records a crash and reports whether another restart is
+// allowed: not after breakerCount crashes within breakerSpan.
+func (u *upstream) breakerLocked() bool {
+	now := u.b.cfg.Now()
+	keep := u.crashes[:0]
+	for _, t := range u.crashes {
+		if now.Sub(t) < breakerSpan {
+			keep = append(keep, t)
+		}
+	}
+	u.crashes = append(keep, now)
+	if len(u.crashes) >= breakerCount {
+		u.dead = true
+		u.log.Error("the shared MCP server keeps crashing; not restarting it (crash-loop breaker)", "crashes", len(u.crashes), "within", breakerSpan)
+		return false
+	}
+	return true
+}
+
+// restart starts a shared child again after a backoff, initializes it with
+// the parameters the first session used, and restores subscriptions and
+// the log level, so sessions continue.
+func (u *upstream) restart() {
+	u.mu.Lock()
+	backoff := restartMin << (len(u.crashes) - 1)
+	u.mu.Unlock()
+	backoff = min(backoff, restartMax)
+	u.log.Info("restarting the shared MCP server", "after", backoff)
+	t := time.NewTimer(backoff)
+	select {
+	case <-t.C:
+	case <-u.b.stopJan:
+		t.Stop()
+		u.endAll()
+		return
+	}
+	if err := u.start(u.log); err != nil {
+		u.log.Error("cannot restart the shared MCP server", "err", err)
+		u.mu.Lock()
+		u.dead = true
+		u.mu.Unlock()
+		u.endAll()
+		return
+	}
+	u.mu.Lock()
+	child := u.child
+	var lines [][]byte
+	if u.initParams != nil {
+		lines = append(lines, u.ownRequestLocked("initialize", u.initParams))
+		lines = append(lines, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	}
+	for uri := range u.subs {
+		p, _ := json.Marshal(map[string]string{"uri": uri})
+		lines = append(lines, u.ownRequestLocked("resources/subscribe", p))
+	}
+	if u.level != "" {
+		p, _ := json.Marshal(map[string]string{"level": u.level})
+		lines = append(lines, u.ownRequestLocked("logging/setLevel", p))
+	}
+	u.mu.Unlock()
+	if child != nil {
+		u.write(child, lines)
+	}
+}
+
+// ownRequestLocked builds a request of the bridge's own; its answer is
+// dropped.
+func (u *upstream) ownRequestLocked(method string, params []byte) []byte {
+	u.nextID++
+	u.calls[u.nextID] = &call{}
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      int64           `json:"id"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params,omitempty"`
+	}{"2.0", u.nextID, method, params})
+	return b
+}
+
+// endAll ends every session of the upstream.
+func (u *upstream) endAll() {
+	u.mu.Lock()
+	var all []*Session
+	for s := range u.sessions {
+		all = append(all, s)
+	}
+	u.mu.Unlock()
+	for _, s := range all {
+		s.end()
+	}
+}
+
+// stop stops the child for good (per-session: the session ended; shared:
+// the bridge closes).
+func (u *upstream) stop(ctx context.Context) {
+	u.mu.Lock()
+	u.stopping = true
+	child := u.child
+	u.mu.Unlock()
+	if child == nil {
+		return
+	}
+	if err := child.Stop(ctx); err != nil {
+		u.log.Warn("child did not stop in time; killed its group", "err", err)
+		child.Kill()
+		<-child.Done()
+	}
+}
