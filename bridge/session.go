@@ -91,6 +91,14 @@ func (s *Session) Version() string {
 	return s.version
 }
 
+// InFlight is the number of requests the child is working on for anyone
+// (in shared mode, for every session).
+func (s *Session) InFlight() int {
+	s.up.mu.Lock()
+	defer s.up.mu.Unlock()
+	return len(s.up.calls)
+}
+
 func (s *Session) isClosed() bool {
 	s.up.mu.Lock()
 	defer s.up.mu.Unlock()

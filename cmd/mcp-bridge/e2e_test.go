@@ -40,6 +40,7 @@ func TestConformanceThroughBridge(t *testing.T) {
 	}{
 		{"auto", nil},
 		{"sse", []string{"--response-mode", "sse"}},
+		{"shared", []string{"--mode", "shared"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := startBridge(t, nil, tc.args...)
@@ -222,8 +223,10 @@ func (p *goPeer) wantProgress(ctx context.Context, t testing.TB, token any, n in
 // TestGoSDKClient drives the demo behind the bridge with the official Go
 // SDK client, at each protocol version the bridge serves, through every
 // feature that crosses it in both directions.
-func TestGoSDKClient(t *testing.T) {
-	p := startBridge(t, nil)
+func TestGoSDKClient(t *testing.T) { forEachMode(t, testGoSDKClient) }
+
+func testGoSDKClient(t *testing.T, mode string) {
+	p := startBridge(t, nil, "--mode", mode)
 	for _, tc := range []struct {
 		name string
 		opts *mcp.ClientSessionOptions
@@ -399,9 +402,11 @@ func testClose(ctx context.Context, t *testing.T, p *bridgeProc, c *goPeer) {
 
 // TestTypeScriptSDKClient drives the demo behind the bridge with the
 // official TypeScript SDK client (testdata/node/tsclient.mjs).
-func TestTypeScriptSDKClient(t *testing.T) {
+func TestTypeScriptSDKClient(t *testing.T) { forEachMode(t, testTypeScriptSDKClient) }
+
+func testTypeScriptSDKClient(t *testing.T, mode string) {
 	testpeers.NodeModules(t)
-	p := startBridge(t, nil)
+	p := startBridge(t, nil, "--mode", mode)
 	res := testpeers.RunTSClient(t, "streamable", p.URL)
 	checkTSResult(t, res, "hello from ts", "slow", "sample")
 	if want := "LLM response: sampled:hi"; res.Sample != want {
@@ -523,7 +528,9 @@ func TestServerEverything(t *testing.T) {
 // every echo answer is the caller's own, and every progress notification
 // reaches the session and call it belongs to, although all sessions use
 // the same progress token.
-func TestConcurrentSessions(t *testing.T) {
+func TestConcurrentSessions(t *testing.T) { forEachMode(t, testConcurrentSessions) }
+
+func testConcurrentSessions(t *testing.T, mode string) {
 	const (
 		sessions  = 20
 		echoes    = 50
@@ -531,7 +538,7 @@ func TestConcurrentSessions(t *testing.T) {
 		slowCalls = 3
 		token     = "tok" // the same in every session, on purpose
 	)
-	p := startBridge(t, nil)
+	p := startBridge(t, nil, "--mode", mode)
 	ctx, cancel := context.WithTimeout(t.Context(), e2eTimeout)
 	defer cancel()
 
@@ -750,3 +757,11 @@ type rpcMessage struct {
 
 // progressToken is the request's progress token as raw JSON, or "".
 func (m rpcMessage) progressToken() string { return string(m.Params.Meta.ProgressToken) }
+
+// forEachMode runs a test against a bridge in each session mode: a child
+// per session, and one child shared by every session.
+func forEachMode(t *testing.T, test func(*testing.T, string)) {
+	for _, mode := range []string{"per-session", "shared"} {
+		t.Run(mode, func(t *testing.T) { test(t, mode) })
+	}
+}

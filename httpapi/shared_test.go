@@ -1,0 +1,238 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-bridge/mcp-bridge/bridge"
+)
+
+func sharedEnv(t *testing.T) *env {
+	return newEnv(t, envOpts{bridge: bridge.Config{Mode: bridge.ModeShared}})
+}
+
+// TestSharedOneChild: every session is served by one child, initialized
+// once; each session gets its own negotiated version where the child
+// speaks it.
+func TestSharedOneChild(t *testing.T) {
+	e := sharedEnv(t)
+	a := e.initialize("2025-11-25")
+	resp := e.do(req{body: fmt.Sprintf(initBody, "2025-06-18")})
+	msgs := readMessages(t, resp)
+	b := resp.Header.Get("Mcp-Session-Id")
+	if v := msgs[0]["result"].(map[string]any)["protocolVersion"]; v != "2025-06-18" || msgs[0]["id"].(json.Number) != "1" {
+		t.Fatalf("second session's initialize: %v", msgs)
+	}
+	_, pa := e.call(a, 1, "pid", nil)
+	_, pb := e.call(b, 1, "pid", nil)
+	if text(pa[0]) == "" || text(pa[0]) != text(pb[0]) {
+		t.Fatalf("pids %q and %q: want one shared child", text(pa[0]), text(pb[0]))
+	}
+	// Deleting one session leaves the other and the child alone.
+	checkStatus(t, e.do(req{method: "DELETE", sid: a}), 200, 0)
+	_, again := e.call(b, 2, "pid", nil)
+	if text(again[0]) != text(pb[0]) {
+		t.Fatalf("the child changed after a DELETE: %q", text(again[0]))
+	}
+}
+
+// TestSharedCollidingIDs: 50 sessions use the same request ids and
+// progress tokens at the same time; every answer and every progress
+// notification reaches its own session and request.
+func TestSharedCollidingIDs(t *testing.T) {
+	e := sharedEnv(t)
+	const sessions, calls = 50, 20
+	sids := make([]string, sessions)
+	for i := range sids {
+		sids[i] = e.initialize("2025-11-25")
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions*2)
+	for i, sid := range sids {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for n := range calls {
+				want := fmt.Sprintf("session %d call %d", i, n)
+				body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": n, "method": "tools/call",
+					"params": map[string]any{"name": "echo", "arguments": map[string]any{"message": want}}})
+				msgs := readMessages(t, e.do(req{sid: sid, body: string(body)}))
+				last := msgs[len(msgs)-1]
+				if text(last) != want || last["id"].(json.Number).String() != fmt.Sprint(n) {
+					errs <- fmt.Errorf("session %d call %d got %v", i, n, last)
+					return
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			steps := 1 + i%4
+			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":"p","method":"tools/call","params":{"name":"slow","arguments":{"ms":%d,"steps":%d},"_meta":{"progressToken":"tok"}}}`, steps*5, steps)
+			msgs := readMessages(t, e.do(req{sid: sid, body: body, accept: "text/event-stream"}))
+			progress := 0
+			for _, m := range msgs {
+				if m["method"] == "notifications/progress" {
+					p := m["params"].(map[string]any)
+					if p["progressToken"] != "tok" || p["total"].(json.Number).String() != fmt.Sprint(steps) {
+						errs <- fmt.Errorf("session %d got foreign progress %v", i, p)
+						return
+					}
+					progress++
+				}
+			}
+			if last := msgs[len(msgs)-1]; last["id"] != "p" || text(last) != "slow done" || progress != steps {
+				errs <- fmt.Errorf("session %d: %d progress of %d, last %v", i, progress, steps, last)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestSharedListChanged: a list change reaches every session, once each.
+func TestSharedListChanged(t *testing.T) {
+	e := sharedEnv(t)
+	var gets []*sseReader
+	var sids []string
+	for range 3 {
+		sid := e.initialize("2025-11-25")
+		get := e.do(req{method: "GET", sid: sid})
+		t.Cleanup(func() { get.Body.Close() })
+		gets = append(gets, newSSEReader(get.Body))
+		sids = append(sids, sid)
+	}
+	e.notifyFromChild(sids[0], 1, "notifications/tools/list_changed")
+	e.notifyFromChild(sids[1], 2, "notifications/prompts/list_changed")
+	for i, g := range gets {
+		for _, want := range []string{"notifications/tools/list_changed", "notifications/prompts/list_changed"} {
+			ev, ok := g.next()
+			if !ok {
+				t.Fatalf("session %d: stream ended", i)
+			}
+			if m := decode(t, ev.data); m["method"] != want {
+				t.Fatalf("session %d got %v, want %s once", i, m, want)
+			}
+		}
+	}
+}
+
+// TestSharedLogLevels: each session receives log messages at or above its
+// own level.
+func TestSharedLogLevels(t *testing.T) {
+	e := sharedEnv(t)
+	quiet := e.initialize("2025-11-25")
+	loud := e.initialize("2025-11-25")
+	for sid, level := range map[string]string{quiet: "error", loud: "debug"} {
+		msgs := readMessages(t, e.do(req{sid: sid, body: `{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"` + level + `"}}`}))
+		if len(msgs) != 1 || msgs[0]["result"] == nil {
+			t.Fatalf("setLevel: %v", msgs)
+		}
+	}
+	count := func(sid string) int {
+		msgs := readMessages(t, e.do(req{sid: sid, accept: "text/event-stream", body: `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{"ms":10,"steps":2}}}`}))
+		n := 0
+		for _, m := range msgs {
+			if m["method"] == "notifications/message" {
+				n++
+			}
+		}
+		return n
+	}
+	if n := count(quiet); n != 0 {
+		t.Errorf("a session at level error got %d info messages", n)
+	}
+	if n := count(loud); n != 2 {
+		t.Errorf("a session at level debug got %d of 2 info messages", n)
+	}
+}
+
+// TestSharedSampling: a server request while one call is in flight goes
+// to that call's session; with two in flight it is refused, not guessed.
+func TestSharedSampling(t *testing.T) {
+	e := sharedEnv(t)
+	a := e.initialize("2025-11-25")
+	b := e.initialize("2025-11-25")
+
+	resp := e.do(req{sid: a, accept: "text/event-stream", body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sample","arguments":{"prompt":"p"}}}`})
+	sr := newSSEReader(resp.Body)
+	ev, _ := sr.next()
+	m := decode(t, ev.data)
+	if m["method"] != "sampling/createMessage" {
+		t.Fatalf("first event %v", m)
+	}
+	answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{"role":"assistant","model":"m","content":{"type":"text","text":"sampled!"}}}`, m["id"])
+	// Another session cannot answer it.
+	checkStatus(t, e.do(req{sid: b, body: strings.Replace(answer, "sampled!", "wrong session", 1)}), 202, 0)
+	checkStatus(t, e.do(req{sid: a, body: answer}), 202, 0)
+	ev, _ = sr.next()
+	if m := decode(t, ev.data); text(m) != "sampled!" {
+		t.Fatalf("response %v", m)
+	}
+	resp.Body.Close()
+
+	// Ambiguous: a long call of a's in flight when b's tool asks.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	slow := e.doCtx(ctx, req{sid: a, accept: "text/event-stream", body: `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"slow","arguments":{"ms":60000,"steps":1}}}`})
+	defer slow.Body.Close()
+	waitInFlight(t, e, a, 1)
+	_, msgs := e.call(b, 7, "sample", map[string]any{"prompt": "p"})
+	last := msgs[len(msgs)-1]
+	raw, _ := json.Marshal(last)
+	if last["error"] == nil || !strings.Contains(string(raw), "per-session") {
+		t.Fatalf("ambiguous sampling: %s", raw)
+	}
+}
+
+// waitInFlight polls (with a hard deadline) until the child has n
+// requests in flight: a condition, not a timing.
+func waitInFlight(t *testing.T, e *env, sid string, n int) {
+	t.Helper()
+	s, err := e.b.Session(sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for s.InFlight() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("never %d requests in flight", n)
+		}
+		runtime.Gosched()
+	}
+}
+
+// TestSharedRestart: a crashed shared child fails what was in flight, is
+// restarted and re-initialized, and sessions go on.
+func TestSharedRestart(t *testing.T) {
+	e := sharedEnv(t)
+	a := e.initialize("2025-11-25")
+	b := e.initialize("2025-11-25")
+	sa, _ := e.b.Session(a)
+	old := sa.ChildPid()
+	_, msgs := e.call(a, 1, "crash", map[string]any{"code": 9})
+	if msgs[0]["error"] == nil {
+		t.Fatalf("crash: %v", msgs)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for pid := sa.ChildPid(); pid == 0 || pid == old; pid = sa.ChildPid() {
+		if time.Now().After(deadline) {
+			t.Fatal("the shared child was not restarted")
+		}
+		runtime.Gosched()
+	}
+	for _, sid := range []string{a, b} {
+		_, msgs := e.call(sid, 2, "echo", map[string]any{"message": "after"})
+		if text(msgs[len(msgs)-1]) != "after" {
+			t.Fatalf("session after restart: %v", msgs)
+		}
+	}
+}
