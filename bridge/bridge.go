@@ -199,19 +199,11 @@ func (b *Bridge) Initialize(msg Message, jsonOnly bool) (*Session, *Stream, erro
 // answered from its InitializeResult, with their own protocol version
 // where the child's allows it.
 func (b *Bridge) joinShared(s *Session, msg Message, jsonOnly bool) (*Stream, error) {
-	b.mu.Lock()
-	u := b.shared
-	if u == nil {
-		u = newUpstream(b, true)
-		b.shared = u
-		if err := u.start(b.log); err != nil {
-			b.shared = nil
-			b.mu.Unlock()
-			return nil, &Error{Kind: KindInternal, Code: CodeInternalError, Message: "could not start the MCP server process", ID: msg.ID(), Err: err}
-		}
+	u, err := b.sharedUpstream()
+	if err != nil {
+		err.(*Error).ID = msg.ID()
+		return nil, err
 	}
-	b.mu.Unlock()
-
 	s.up = u
 	u.mu.Lock()
 	if u.dead {
@@ -249,6 +241,79 @@ func (b *Bridge) joinShared(s *Session, msg Message, jsonOnly bool) (*Stream, er
 	s.answerLocked(&call{st: st}, cachedInitialize(msg.ID(), u.initResult, s.version))
 	s.log.Info("session initialized", "protocol_version", s.version, "shared", true)
 	return st, nil
+}
+
+// sharedUpstream returns the shared child, starting it on first use.
+func (b *Bridge) sharedUpstream() (*upstream, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.shared == nil {
+		u := newUpstream(b, true)
+		if err := u.start(b.log); err != nil {
+			return nil, &Error{Kind: KindInternal, Code: CodeInternalError, Message: "could not start the MCP server process", Err: err}
+		}
+		b.shared = u
+	}
+	return b.shared, nil
+}
+
+// statelessParams initialize a shared child for stateless HTTP, where no
+// client initializes anything.
+const statelessParams = `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcp-bridge","version":"1"}}`
+
+// Stateless returns a session for one stateless HTTP request: it lives on
+// the shared child, initialized by the bridge itself, and is not
+// registered (it has no id a client could name). End it with Close when
+// the request is answered. For an initialize request it also returns the
+// answer, from the cached InitializeResult.
+func (b *Bridge) Stateless(msg *Message) (*Session, []byte, error) {
+	u, err := b.sharedUpstream()
+	if err != nil {
+		return nil, nil, err
+	}
+	u.mu.Lock()
+	if u.dead {
+		u.mu.Unlock()
+		return nil, nil, &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the shared MCP server keeps crashing; the bridge stopped restarting it"}
+	}
+	if u.initParams == nil {
+		u.initParams = []byte(statelessParams)
+		line := u.ownRequestLocked(MethodInitialize, u.initParams)
+		u.calls[u.nextID].init = true
+		child := u.child
+		u.mu.Unlock()
+		u.write(child, [][]byte{line})
+		u.mu.Lock()
+	}
+	wait := u.initWait
+	u.mu.Unlock()
+	select {
+	case <-wait:
+	case <-b.stopJan:
+		return nil, nil, ErrClosing
+	}
+	id, _ := newSessionID()
+	s := newSession(b, id)
+	s.up = u
+	s.stateless = true
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.initResult == nil {
+		return nil, nil, &Error{Kind: KindInternal, Code: CodeInternalError, Message: "the MCP server did not initialize"}
+	}
+	var answer []byte
+	if msg != nil && msg.Method == MethodInitialize {
+		s.version = sharedVersion(*msg, u.initResult)
+		answer = cachedInitialize(msg.ID(), u.initResult, s.version)
+	} else {
+		var r struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		_ = json.Unmarshal(u.initResult, &r)
+		s.version = r.ProtocolVersion
+	}
+	u.sessions[s] = true
+	return s, answer, nil
 }
 
 // sharedVersion: the version the client asked for when the shared child

@@ -35,6 +35,7 @@ type Session struct {
 	lastSeen  time.Time
 	logLevel  int             // shared mode: lowest level it wants (index in logLevels); -1: all
 	subs      map[string]bool // shared mode: resources it subscribed to
+	stateless bool            // one stateless HTTP request's session
 
 	endOnce sync.Once
 	done    chan struct{}
@@ -90,6 +91,10 @@ func (s *Session) Version() string {
 	defer s.up.mu.Unlock()
 	return s.version
 }
+
+// ephemeral reports a stateless request's session, which no client can
+// name; the answer to a server request may come in any later request.
+func (s *Session) ephemeral() bool { return s.stateless }
 
 // InFlight is the number of requests the child is working on for anyone
 // (in shared mode, for every session).
@@ -198,7 +203,7 @@ func (s *Session) send(msgs []Message, init, jsonOnly bool) (*Stream, error) {
 			// elicitation, roots, ping): the child's own id space, so it
 			// goes through as it is, from the session it was sent to.
 			if u.shared {
-				if u.serverReqs[string(m.ID())] != s {
+				if owner, ok := u.serverReqs[string(m.ID())]; !ok || (owner != s && !s.ephemeral()) {
 					s.log.Warn("dropped a response to a request the MCP server did not send to this session", "id", string(m.ID()))
 					continue
 				}
@@ -523,8 +528,10 @@ func (s *Session) end() {
 		for _, st := range streams {
 			st.finish()
 		}
-		s.b.stats.SessionsEnded.Add(1)
-		s.log.Info("session ended", "reason", reason)
+		if !s.stateless {
+			s.b.stats.SessionsEnded.Add(1)
+			s.log.Info("session ended", "reason", reason)
+		}
 		close(s.done)
 	})
 }

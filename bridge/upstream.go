@@ -301,6 +301,13 @@ func (u *upstream) initializedLocked(c *call, line []byte, f fields) {
 			u.initResult = bytes.Clone(f.result.of(line))
 		}
 		close(u.initWait)
+		if c.sess == nil && u.initResult != nil && !u.initSent {
+			// The bridge initialized the child itself (stateless HTTP).
+			u.initSent = true
+			if child := u.child; child != nil {
+				go u.write(child, [][]byte{[]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)})
+			}
+		}
 	}
 }
 

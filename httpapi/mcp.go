@@ -39,24 +39,33 @@ func (h *mcpHandler) serve(f func(http.ResponseWriter, *http.Request) error) htt
 
 const headerSession = "Mcp-Session-Id"
 
-func (h *mcpHandler) post(w http.ResponseWriter, r *http.Request) error {
-	wantJSON, wantSSE := accepts(r.Header.Get("Accept"))
+// readPost checks a POST's headers and reads its body.
+func (h *mcpHandler) readPost(w http.ResponseWriter, r *http.Request) (wantJSON, wantSSE bool, body []byte, err error) {
+	wantJSON, wantSSE = accepts(r.Header.Get("Accept"))
 	if !wantJSON && !wantSSE {
-		return &httpError{status: http.StatusNotAcceptable, code: bridge.CodeInvalidRequest,
+		return false, false, nil, &httpError{status: http.StatusNotAcceptable, code: bridge.CodeInvalidRequest,
 			msg: "Not Acceptable: the Accept header must include application/json or text/event-stream (MCP clients send both)"}
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" && !isJSONMediaType(ct) {
-		return &httpError{status: http.StatusUnsupportedMediaType, code: bridge.CodeInvalidRequest,
+		return false, false, nil, &httpError{status: http.StatusUnsupportedMediaType, code: bridge.CodeInvalidRequest,
 			msg: "Unsupported Media Type: Content-Type must be application/json"}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return &httpError{status: http.StatusRequestEntityTooLarge, code: bridge.CodeInvalidRequest,
+			return false, false, nil, &httpError{status: http.StatusRequestEntityTooLarge, code: bridge.CodeInvalidRequest,
 				msg: "Request Entity Too Large: the body is over the limit of " + byteSize(mbe.Limit) + " (--max-body-bytes)"}
 		}
-		return &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest, msg: "Bad Request: reading the body failed"}
+		return false, false, nil, &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest, msg: "Bad Request: reading the body failed"}
+	}
+	return wantJSON, wantSSE, body, nil
+}
+
+func (h *mcpHandler) post(w http.ResponseWriter, r *http.Request) error {
+	wantJSON, wantSSE, body, err := h.readPost(w, r)
+	if err != nil {
+		return err
 	}
 	msgs, batch, err := bridge.ParseBody(body)
 	if err != nil {

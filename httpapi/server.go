@@ -61,6 +61,10 @@ type Options struct {
 	// A request whose Origin header is present and not allowed gets 403:
 	// the DNS-rebinding defence MCP requires.
 	AllowedOrigins []string
+	// Stateless serves Streamable HTTP without sessions: no
+	// Mcp-Session-Id, every POST stands alone on the shared child, GET and
+	// DELETE answer 405.
+	Stateless bool
 	// LoopbackOnly refuses (403) any Host header that does not name a
 	// loopback address, the other half of the DNS-rebinding defence. Set it
 	// when the listener is on a loopback address.
@@ -112,11 +116,19 @@ func Handler(opts Options) (http.Handler, error) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
 	})
-	r.Post(opts.Path, h.serve(h.post))
-	r.Get(opts.Path, h.serve(h.get))
-	r.Delete(opts.Path, h.serve(h.delete))
+	if opts.Stateless {
+		r.Post(opts.Path, h.serve(h.statelessPost))
+	} else {
+		r.Post(opts.Path, h.serve(h.post))
+		r.Get(opts.Path, h.serve(h.get))
+		r.Delete(opts.Path, h.serve(h.delete))
+	}
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Allow", "GET, POST, DELETE")
+		if opts.Stateless {
+			w.Header().Set("Allow", "POST")
+		} else {
+			w.Header().Set("Allow", "GET, POST, DELETE")
+		}
 		writeError(w, &httpError{status: http.StatusMethodNotAllowed, code: bridge.CodeInvalidRequest, msg: "Method Not Allowed"})
 	})
 	return r, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcp-bridge/mcp-bridge/bridge"
+	"github.com/mcp-bridge/mcp-bridge/httpapi"
 )
 
 func sharedEnv(t *testing.T) *env {
@@ -234,5 +235,33 @@ func TestSharedRestart(t *testing.T) {
 		if text(msgs[len(msgs)-1]) != "after" {
 			t.Fatalf("session after restart: %v", msgs)
 		}
+	}
+}
+
+// TestStateless: no sessions; every POST stands alone on one
+// already-initialized child; GET and DELETE are 405.
+func TestStateless(t *testing.T) {
+	e := newEnv(t, envOpts{http: httpapi.Options{Stateless: true}})
+	resp := e.do(req{body: fmt.Sprintf(initBody, "2025-06-18")})
+	msgs := readMessages(t, resp)
+	if resp.Header.Get("Mcp-Session-Id") != "" || msgs[0]["result"].(map[string]any)["protocolVersion"] != "2025-06-18" {
+		t.Fatalf("initialize: %v %v", resp.Header, msgs)
+	}
+	var pids []string
+	for i := range 3 {
+		resp, msgs := e.call("", i, "pid", nil)
+		if resp.StatusCode != 200 || resp.Header.Get("Mcp-Session-Id") != "" {
+			t.Fatalf("call: %d %v", resp.StatusCode, resp.Header)
+		}
+		pids = append(pids, text(msgs[0]))
+	}
+	if pids[0] == "" || pids[0] != pids[1] || pids[1] != pids[2] {
+		t.Fatalf("pids %v: want one child for every request", pids)
+	}
+	checkStatus(t, e.do(req{body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`}), 202, 0)
+	checkStatus(t, e.do(req{method: "GET"}), 405, bridge.CodeInvalidRequest)
+	checkStatus(t, e.do(req{method: "DELETE"}), 405, bridge.CodeInvalidRequest)
+	if n := e.b.Len(); n != 0 {
+		t.Fatalf("%d sessions registered", n)
 	}
 }

@@ -29,6 +29,7 @@ type Config struct {
 	Path            string        `env:"PATH" envDefault:"/mcp" flag:"path" help:"path of the MCP endpoint"`
 	Command         Argv          `env:"COMMAND" flag:"-" help:"the MCP server's argv as a JSON array (or give it after --); empty serves the built-in demo server"`
 	Mode            string        `env:"MODE" envDefault:"per-session" flag:"mode" help:"per-session: a process per MCP session; shared: one process multiplexed across sessions"`
+	Stateless       bool          `env:"STATELESS" flag:"stateless" help:"serve without sessions: every POST stands alone on one shared, already-initialized process; GET and DELETE answer 405"`
 	Dir             string        `env:"CWD" flag:"cwd" help:"working directory of the MCP server process"`
 	Env             []string      `env:"ENV" envSeparator:"," flag:"env" help:"K=V added to the MCP server's environment (repeatable)"`
 	HideEnv         []string      `env:"HIDE_ENV" envSeparator:"," flag:"hide-env" help:"names of variables not passed to the MCP server (repeatable); MCP_BRIDGE_* are never passed"`
@@ -101,6 +102,8 @@ func bindFlags(fs *flag.FlagSet, cfg *Config) {
 			fs.IntVar(p, name, *p, help)
 		case *int64:
 			fs.Int64Var(p, name, *p, help)
+		case *bool:
+			fs.BoolVar(p, name, *p, help)
 		case *time.Duration:
 			fs.DurationVar(p, name, *p, help)
 		case *[]string:

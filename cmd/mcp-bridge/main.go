@@ -87,6 +87,7 @@ func run(ctx context.Context, args, environ []string, stderr io.Writer) int {
 		Path:           cfg.Path,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		ResponseMode:   cfg.ResponseMode,
+		Stateless:      cfg.Stateless,
 		SSEDelay:       cfg.SSEDelay,
 		KeepAlive:      cfg.KeepAlive,
 		AllowedOrigins: cfg.AllowOrigins,
