@@ -28,6 +28,9 @@ const (
 	DefaultIdleTimeout  = 30 * time.Minute
 	DefaultQueueLimit   = 1024
 	DefaultKeepDetached = 64
+	DefaultSpawnQueue   = 64
+	// spawnConcurrency is how many processes start at once.
+	spawnConcurrency = 8
 )
 
 // Session modes (Config.Mode).
@@ -44,6 +47,17 @@ type Config struct {
 	// Mode is ModePerSession (default) or ModeShared. A shared child is
 	// started on the first session and restarted when it crashes.
 	Mode string
+	// Prespawn keeps this many children started and waiting (per-session
+	// mode), so a new session's initialize does not wait for a process to
+	// start (node servers via npx take about a second). Default 0.
+	Prespawn int
+	// MaxChildren caps the child processes alive at once, waiting ones
+	// included. Default MaxSessions + Prespawn.
+	MaxChildren int
+	// SpawnQueue bounds the sessions waiting for a process to start (at
+	// most spawnConcurrency start at once); over it, initialize gets a
+	// 503 with Retry-After. Default 64.
+	SpawnQueue int
 	// Dir is the child's working directory.
 	Dir string
 	// Env is the child's whole environment (see stdio.Environ). Nil means
@@ -92,6 +106,13 @@ type Bridge struct {
 	closing  bool
 	shared   *upstream // the shared child, in ModeShared
 
+	children     atomic.Int64   // child processes alive
+	pool         chan *upstream // started children waiting for a session
+	poolKick     chan struct{}  // capacity 1: the pool may need refilling
+	poolDone     chan struct{}  // closed when the refill goroutine has exited
+	spawnSem     chan struct{}  // spawnConcurrency slots
+	spawnWaiting atomic.Int64   // sessions waiting for a slot
+
 	wg       sync.WaitGroup // session watchers
 	stopJan  chan struct{}
 	janDone  chan struct{}
@@ -119,6 +140,15 @@ func New(cfg Config) (*Bridge, error) {
 	default:
 		return nil, fmt.Errorf("bridge: mode %q: want %s or %s", cfg.Mode, ModePerSession, ModeShared)
 	}
+	if cfg.Prespawn < 0 {
+		cfg.Prespawn = 0
+	}
+	if cfg.MaxChildren <= 0 {
+		cfg.MaxChildren = cfg.MaxSessions + cfg.Prespawn
+	}
+	if cfg.SpawnQueue <= 0 {
+		cfg.SpawnQueue = DefaultSpawnQueue
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -132,7 +162,17 @@ func New(cfg Config) (*Bridge, error) {
 		stopJan:  make(chan struct{}),
 		janDone:  make(chan struct{}),
 	}
+	b.spawnSem = make(chan struct{}, spawnConcurrency)
+	b.pool = make(chan *upstream, cfg.Prespawn)
+	b.poolKick = make(chan struct{}, 1)
+	b.poolDone = make(chan struct{})
 	go b.janitor()
+	if cfg.Prespawn > 0 && cfg.Mode == ModePerSession {
+		b.poolKick <- struct{}{}
+		go b.refill()
+	} else {
+		close(b.poolDone)
+	}
 	return b, nil
 }
 
@@ -177,13 +217,10 @@ func (b *Bridge) Initialize(msg Message, jsonOnly bool) (*Session, *Stream, erro
 		b.stats.SessionsCreated.Add(1)
 		return s, st, nil
 	}
-	u := newUpstream(b, false)
-	u.log = s.log
-	s.up = u
-	u.sessions[s] = true
-	if err := u.start(s.log); err != nil {
+	if err := b.attachChild(s); err != nil {
 		release()
-		return nil, nil, &Error{Kind: KindInternal, Code: CodeInternalError, Message: "could not start the MCP server process", ID: msg.ID(), Err: err}
+		err.ID = msg.ID()
+		return nil, nil, err
 	}
 	b.stats.SessionsCreated.Add(1)
 	st, err := s.send([]Message{msg}, true, jsonOnly)
@@ -192,6 +229,82 @@ func (b *Bridge) Initialize(msg Message, jsonOnly bool) (*Session, *Stream, erro
 		return nil, nil, err
 	}
 	return s, st, nil
+}
+
+// attachChild gives s a child of its own: a waiting one from the pool if
+// there is one, else a new one, within MaxChildren and the spawn queue.
+func (b *Bridge) attachChild(s *Session) *Error {
+	for {
+		var u *upstream
+		select {
+		case u = <-b.pool:
+			b.kickPool()
+		default:
+		}
+		if u == nil {
+			break
+		}
+		u.mu.Lock()
+		alive := u.child != nil && !u.stopping
+		if alive {
+			// Under u.mu: a child that dies from now on sees the session.
+			u.sessions[s] = true
+			s.up = u
+			u.logp.Store(s.log)
+			u.child.SetLogger(s.log)
+		}
+		u.mu.Unlock()
+		if alive {
+			s.log.Info("session took a waiting child", "child_pid", s.ChildPid())
+			return nil
+		}
+	}
+	if b.children.Load() >= int64(b.cfg.MaxChildren) {
+		return &Error{Kind: KindUnavailable, Code: CodeInternalError, Message: "too many MCP server processes (--max-children); try again shortly"}
+	}
+	if b.spawnWaiting.Add(1) > int64(b.cfg.SpawnQueue) {
+		b.spawnWaiting.Add(-1)
+		return &Error{Kind: KindUnavailable, Code: CodeInternalError, Message: "too many sessions waiting for an MCP server process to start; try again shortly"}
+	}
+	b.spawnSem <- struct{}{}
+	b.spawnWaiting.Add(-1)
+	defer func() { <-b.spawnSem }()
+	u := newUpstream(b, false)
+	u.logp.Store(s.log)
+	s.up = u
+	u.sessions[s] = true
+	if err := u.start(s.log); err != nil {
+		return &Error{Kind: KindInternal, Code: CodeInternalError, Message: "could not start the MCP server process", Err: err}
+	}
+	return nil
+}
+
+func (b *Bridge) kickPool() {
+	select {
+	case b.poolKick <- struct{}{}:
+	default:
+	}
+}
+
+// refill keeps the pool of waiting children full. It exits when Close is
+// called; Close then stops the children still waiting.
+func (b *Bridge) refill() {
+	defer close(b.poolDone)
+	for {
+		select {
+		case <-b.poolKick:
+		case <-b.stopJan:
+			return
+		}
+		for len(b.pool) < cap(b.pool) && b.children.Load() < int64(b.cfg.MaxChildren) {
+			u := newUpstream(b, false)
+			if err := u.start(b.log); err != nil {
+				b.log.Error("cannot start a waiting MCP server process", "err", err)
+				break
+			}
+			b.pool <- u // room: only this goroutine adds
+		}
+	}
 }
 
 // joinShared puts s on the shared child, starting it on first use. The
@@ -397,6 +510,15 @@ func (b *Bridge) remove(s *Session) {
 func (b *Bridge) Close(ctx context.Context) error {
 	b.closeOne.Do(func() { close(b.stopJan) })
 	<-b.janDone
+	<-b.poolDone
+	for waiting := true; waiting; {
+		select {
+		case u := <-b.pool:
+			u.stop(ctx)
+		default:
+			waiting = false
+		}
+	}
 	b.mu.Lock()
 	b.closing = true
 	all := make([]*Session, 0, len(b.sessions))
@@ -481,3 +603,9 @@ func (c *Config) maxLine() int {
 	}
 	return stdio.DefaultMaxLineBytes
 }
+
+// WaitingChildren is the number of started children waiting in the pool.
+func (b *Bridge) WaitingChildren() int { return len(b.pool) }
+
+// Children is the number of child processes alive.
+func (b *Bridge) Children() int { return int(b.children.Load()) }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-bridge/mcp-bridge/stdio"
@@ -20,7 +21,7 @@ import (
 // session on it, so routing one message takes one lock.
 type upstream struct {
 	b      *Bridge
-	log    *slog.Logger
+	logp   atomic.Pointer[slog.Logger] // changes when a pooled child meets its session
 	shared bool
 
 	mu         sync.Mutex
@@ -60,9 +61,8 @@ const (
 )
 
 func newUpstream(b *Bridge, shared bool) *upstream {
-	return &upstream{
+	u := &upstream{
 		b:          b,
-		log:        b.log,
 		shared:     shared,
 		calls:      make(map[int64]*call),
 		sessions:   make(map[*Session]bool),
@@ -70,7 +70,11 @@ func newUpstream(b *Bridge, shared bool) *upstream {
 		subs:       make(map[string]map[*Session]bool),
 		initWait:   make(chan struct{}),
 	}
+	u.logp.Store(b.log)
+	return u
 }
+
+func (u *upstream) logger() *slog.Logger { return u.logp.Load() }
 
 // start spawns the child. log labels its lines (with the session in
 // per-session mode).
@@ -84,6 +88,7 @@ func (u *upstream) start(log *slog.Logger) error {
 		return err
 	}
 	u.b.stats.ChildrenSpawned.Add(1)
+	u.b.children.Add(1)
 	u.mu.Lock()
 	u.child = child
 	u.mu.Unlock()
@@ -123,7 +128,7 @@ func (u *upstream) register(c *call, m *Message) []byte {
 func (u *upstream) write(child *stdio.Child, lines [][]byte) {
 	for _, line := range lines {
 		if err := child.Write(line); err != nil {
-			u.log.Warn("write to child failed", "err", err)
+			u.logger().Warn("write to child failed", "err", err)
 			return
 		}
 	}
@@ -133,7 +138,7 @@ func (u *upstream) write(child *stdio.Child, lines [][]byte) {
 // reader goroutine, so it never blocks on a client.
 func (u *upstream) fromChild(line []byte) {
 	if !json.Valid(line) {
-		u.log.Warn("child wrote invalid JSON; skipped it", "line", string(line[:min(len(line), 200)]))
+		u.logger().Warn("child wrote invalid JSON; skipped it", "line", string(line[:min(len(line), 200)]))
 		return
 	}
 	if line[0] == '[' { // a 2025-03-26 child may batch
@@ -149,7 +154,7 @@ func (u *upstream) fromChild(line []byte) {
 	}
 	f, err := scanFields(line)
 	if err != nil {
-		u.log.Warn("child wrote a message that is not an object; skipped it")
+		u.logger().Warn("child wrote a message that is not an object; skipped it")
 		return
 	}
 	u.mu.Lock()
@@ -223,7 +228,7 @@ func (u *upstream) sharedNotificationLocked(method string, params []byte, f fiel
 		// Sampling, elicitation or roots with no single request in flight:
 		// guessing would hand one user's question to another.
 		n := len(u.calls)
-		u.log.Warn("the shared MCP server sent a request that cannot be attributed to one session; refused it (run the bridge with --mode per-session to serve such servers)",
+		u.logger().Warn("the shared MCP server sent a request that cannot be attributed to one session; refused it (run the bridge with --mode per-session to serve such servers)",
 			"method", method, "requests_in_flight", n)
 		reply := errorResponse(f.id.of(line), CodeInternalError,
 			fmt.Sprintf("mcp-bridge: cannot route %s: this server is shared by several sessions and %d requests are in flight, so it is ambiguous which client should answer; run the bridge with --mode per-session", method, n), nil)
@@ -249,7 +254,7 @@ func (u *upstream) sharedNotificationLocked(method string, params []byte, f fiel
 			}
 		}
 	default:
-		u.log.Warn("the shared MCP server sent a notification that belongs to no single session; dropped it", "method", method)
+		u.logger().Warn("the shared MCP server sent a notification that belongs to no single session; dropped it", "method", method)
 	}
 }
 
@@ -260,11 +265,11 @@ func (u *upstream) responseLocked(line []byte, f fields) {
 		if err == nil && id > 0 && id <= u.nextID {
 			// A late answer to a request that was cancelled or whose
 			// session ended.
-			u.log.Debug("dropped the response to a request that is over", "child_id", id)
+			u.logger().Debug("dropped the response to a request that is over", "child_id", id)
 			return
 		}
 		u.b.stats.UnroutableDrops.Add(1)
-		u.log.Warn("child answered an id nobody asked; dropped it", "id", string(f.id.of(line)))
+		u.logger().Warn("child answered an id nobody asked; dropped it", "id", string(f.id.of(line)))
 		return
 	}
 	delete(u.calls, id)
@@ -273,7 +278,7 @@ func (u *upstream) responseLocked(line []byte, f fields) {
 	}
 	if c.sess == nil {
 		if f.error.ok() {
-			u.log.Warn("the MCP server refused a request of the bridge's", "error", string(f.error.of(line)))
+			u.logger().Warn("the MCP server refused a request of the bridge's", "error", string(f.error.of(line)))
 		}
 		return
 	}
@@ -320,7 +325,7 @@ func (u *upstream) oversize(o stdio.Oversize) {
 	defer u.mu.Unlock()
 	c := u.calls[childID]
 	if id == nil || err != nil || c == nil {
-		u.log.Warn("dropped an oversize message from the child that answers no request", "bytes", o.Size)
+		u.logger().Warn("dropped an oversize message from the child that answers no request", "bytes", o.Size)
 		return
 	}
 	delete(u.calls, childID)
@@ -337,6 +342,7 @@ func (u *upstream) oversize(o stdio.Oversize) {
 // the session ends with it; a shared child is restarted.
 func (u *upstream) watch(child *stdio.Child) {
 	<-child.Done()
+	u.b.children.Add(-1)
 	err := child.Err()
 	tail := child.StderrTail()
 	status := exitStatus(err)
@@ -376,16 +382,19 @@ func (u *upstream) watch(child *stdio.Child) {
 	switch {
 	case stopping:
 		u.b.stats.ChildrenExitedOK.Add(1)
-		u.log.Info("child stopped", "child_pid", child.Pid(), "child_exit", status)
+		u.logger().Info("child stopped", "child_pid", child.Pid(), "child_exit", status)
 	case u.shared:
 		u.b.stats.ChildrenCrashed.Add(1)
-		u.log.Warn("the shared child exited", "child_pid", child.Pid(), "child_exit", status, "stderr_tail", tail, "restart", restart)
+		u.logger().Warn("the shared child exited", "child_pid", child.Pid(), "child_exit", status, "stderr_tail", tail, "restart", restart)
 	default:
 		u.b.stats.ChildrenCrashed.Add(1)
-		u.log.Warn("child exited; session ended", "child_exit", status, "child_pid", child.Pid(), "stderr_tail", tail)
+		u.logger().Warn("child exited; session ended", "child_exit", status, "child_pid", child.Pid(), "stderr_tail", tail)
 	}
 	for _, s := range ending {
 		s.end()
+	}
+	if len(ending) == 0 && !u.shared && !stopping {
+		u.b.kickPool() // a waiting child died
 	}
 	if restart {
 		u.restart()
@@ -405,7 +414,7 @@ func (u *upstream) breakerLocked() bool {
 	u.crashes = append(keep, now)
 	if len(u.crashes) >= breakerCount {
 		u.dead = true
-		u.log.Error("the shared MCP server keeps crashing; not restarting it (crash-loop breaker)", "crashes", len(u.crashes), "within", breakerSpan)
+		u.logger().Error("the shared MCP server keeps crashing; not restarting it (crash-loop breaker)", "crashes", len(u.crashes), "within", breakerSpan)
 		return false
 	}
 	return true
@@ -419,7 +428,7 @@ func (u *upstream) restart() {
 	backoff := restartMin << (len(u.crashes) - 1)
 	u.mu.Unlock()
 	backoff = min(backoff, restartMax)
-	u.log.Info("restarting the shared MCP server", "after", backoff)
+	u.logger().Info("restarting the shared MCP server", "after", backoff)
 	t := time.NewTimer(backoff)
 	select {
 	case <-t.C:
@@ -428,8 +437,8 @@ func (u *upstream) restart() {
 		u.endAll()
 		return
 	}
-	if err := u.start(u.log); err != nil {
-		u.log.Error("cannot restart the shared MCP server", "err", err)
+	if err := u.start(u.logger()); err != nil {
+		u.logger().Error("cannot restart the shared MCP server", "err", err)
 		u.mu.Lock()
 		u.dead = true
 		u.mu.Unlock()
@@ -495,7 +504,7 @@ func (u *upstream) stop(ctx context.Context) {
 		return
 	}
 	if err := child.Stop(ctx); err != nil {
-		u.log.Warn("child did not stop in time; killed its group", "err", err)
+		u.logger().Warn("child did not stop in time; killed its group", "err", err)
 		child.Kill()
 		<-child.Done()
 	}

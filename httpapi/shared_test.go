@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -264,4 +266,53 @@ func TestStateless(t *testing.T) {
 	if n := e.b.Len(); n != 0 {
 		t.Fatalf("%d sessions registered", n)
 	}
+}
+
+// TestWarmPool: with --prespawn, a new session gets a child that was
+// already running, and the pool refills; --max-children caps processes.
+func TestWarmPool(t *testing.T) {
+	e := newEnv(t, envOpts{bridge: bridge.Config{Prespawn: 2, MaxChildren: 3}})
+	waitFor(t, func() bool { return e.b.WaitingChildren() == 2 })
+	before := childPids(t)
+	sid := e.initialize("2025-11-25")
+	s, _ := e.b.Session(sid)
+	if !before[s.ChildPid()] {
+		t.Fatalf("the session's child %d was not one of the waiting ones %v", s.ChildPid(), before)
+	}
+	// One taken, one waiting, one more started: the cap of 3 is reached.
+	waitFor(t, func() bool { return e.b.WaitingChildren() == 2 && e.b.Children() == 3 })
+	e.initialize("2025-11-25")
+	e.initialize("2025-11-25")
+	resp := e.do(req{body: fmt.Sprintf(initBody, "2025-11-25")})
+	if resp.Header.Get("Retry-After") == "" {
+		t.Error("503 without Retry-After")
+	}
+	checkStatus(t, resp, 503, bridge.CodeInternalError)
+}
+
+// waitFor polls a condition with a hard deadline.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition never met")
+		}
+		runtime.Gosched()
+	}
+}
+
+// childPids lists this process's child processes.
+func childPids(t *testing.T) map[int]bool {
+	t.Helper()
+	out := map[int]bool{}
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, task := range tasks {
+		b, _ := os.ReadFile("/proc/self/task/" + task.Name() + "/children")
+		for _, f := range strings.Fields(string(b)) {
+			pid, _ := strconv.Atoi(f)
+			out[pid] = true
+		}
+	}
+	return out
 }

@@ -80,7 +80,7 @@ type Child struct {
 	opts   Options
 	cmd    *exec.Cmd
 	pid    int
-	log    *slog.Logger
+	log    atomic.Pointer[slog.Logger]
 	stdin  *os.File
 	stdout *os.File
 	stderr *os.File
@@ -181,7 +181,7 @@ func Start(opts Options) (*Child, error) {
 		done:   make(chan struct{}),
 		tail:   make([]string, 0, opts.StderrLines),
 	}
-	c.log = opts.Logger.With("child_pid", c.pid)
+	c.log.Store(opts.Logger.With("child_pid", c.pid))
 
 	stdoutDone := make(chan struct{})
 	stderrDone := make(chan struct{})
@@ -189,6 +189,12 @@ func Start(opts Options) (*Child, error) {
 	go func() { defer close(stderrDone); c.drainStderr() }()
 	go c.supervise(stdoutDone, stderrDone)
 	return c, nil
+}
+
+// SetLogger replaces the logger of the child's lines (a pooled child gets
+// its session's once it has one); the child's pid is added to it.
+func (c *Child) SetLogger(l *slog.Logger) {
+	c.log.Store(l.With("child_pid", c.pid))
 }
 
 // Pid is the child's process id, which is also its process group id.
@@ -276,7 +282,7 @@ func (c *Child) escalate() {
 		case <-c.done:
 			return
 		case <-t.C:
-			c.log.Info("child did not exit in time; signalling its group", "signal", sig.String())
+			c.log.Load().Info("child did not exit in time; signalling its group", "signal", sig.String())
 			c.signalGroup(sig)
 			t.Reset(c.opts.StopGrace)
 		}
@@ -322,7 +328,7 @@ func (c *Child) supervise(stdoutDone, stderrDone <-chan struct{}) {
 		select {
 		case <-ch:
 		case <-bound.C:
-			c.log.Warn("a process outside the child's group holds its output open; closing it")
+			c.log.Load().Warn("a process outside the child's group holds its output open; closing it")
 			c.stdout.Close()
 			c.stderr.Close()
 			<-ch
@@ -352,7 +358,7 @@ func (c *Child) readStdout() {
 		end := err == nil // chunk ends the line
 		if err != nil && err != bufio.ErrBufferFull {
 			if err != io.EOF && !errors.Is(err, os.ErrClosed) {
-				c.log.Warn("reading child stdout", "err", err)
+				c.log.Load().Warn("reading child stdout", "err", err)
 			}
 			if len(chunk) == 0 && len(acc) == 0 && !over {
 				return
@@ -383,7 +389,7 @@ func (c *Child) readStdout() {
 					size--
 					tail = tail[:len(tail)-1]
 				}
-				c.log.Warn("child wrote a line over the size cap; skipped it", "bytes", size, "max_bytes", c.opts.MaxLineBytes)
+				c.log.Load().Warn("child wrote a line over the size cap; skipped it", "bytes", size, "max_bytes", c.opts.MaxLineBytes)
 				if c.opts.OnOversize != nil {
 					c.opts.OnOversize(Oversize{Size: size, Head: head, Tail: tail})
 				}
@@ -412,7 +418,7 @@ func (c *Child) deliver(line []byte) {
 		// stdout, yet banners and stray prints are common; one bad line
 		// must not end the session.
 		c.skipped.Add(1)
-		c.log.Warn("child wrote a non-JSON line to stdout; skipped it", "line", string(firstN(line, 200)))
+		c.log.Load().Warn("child wrote a non-JSON line to stdout; skipped it", "line", string(firstN(line, 200)))
 		return
 	}
 	c.opts.OnMessage(line)
@@ -428,7 +434,7 @@ func (c *Child) drainStderr() {
 		chunk, err := br.ReadSlice('\n')
 		if len(chunk) > 0 && !skipping {
 			line := string(bytes.TrimRight(chunk, "\r\n"))
-			c.log.Info("child stderr", "line", line)
+			c.log.Load().Info("child stderr", "line", line)
 			c.remember(line)
 		}
 		skipping = err == bufio.ErrBufferFull

@@ -29,6 +29,9 @@ type Config struct {
 	Path            string        `env:"PATH" envDefault:"/mcp" flag:"path" help:"path of the MCP endpoint"`
 	Command         Argv          `env:"COMMAND" flag:"-" help:"the MCP server's argv as a JSON array (or give it after --); empty serves the built-in demo server"`
 	Mode            string        `env:"MODE" envDefault:"per-session" flag:"mode" help:"per-session: a process per MCP session; shared: one process multiplexed across sessions"`
+	Prespawn        int           `env:"PRESPAWN" envDefault:"0" flag:"prespawn" help:"per-session mode: processes kept started and waiting, so a new session does not wait for one to start"`
+	MaxChildren     int           `env:"MAX_CHILDREN" envDefault:"0" flag:"max-children" help:"most MCP server processes alive, waiting ones included (0: --max-sessions + --prespawn); over it, 503"`
+	SpawnQueue      int           `env:"SPAWN_QUEUE" envDefault:"64" flag:"spawn-queue" help:"most sessions waiting for a process to start; over it, 503"`
 	Stateless       bool          `env:"STATELESS" flag:"stateless" help:"serve without sessions: every POST stands alone on one shared, already-initialized process; GET and DELETE answer 405"`
 	Dir             string        `env:"CWD" flag:"cwd" help:"working directory of the MCP server process"`
 	Env             []string      `env:"ENV" envSeparator:"," flag:"env" help:"K=V added to the MCP server's environment (repeatable)"`
@@ -190,6 +193,15 @@ func (c *Config) validate() error {
 		if positive[field] <= 0 {
 			bad(field, "must be greater than zero")
 		}
+	}
+	if c.Prespawn < 0 || c.MaxChildren < 0 {
+		bad("Prespawn", "--prespawn and --max-children must not be negative")
+	}
+	if c.SpawnQueue <= 0 {
+		bad("SpawnQueue", "must be greater than zero")
+	}
+	if c.Prespawn > 0 && (c.Mode == "shared" || c.Stateless) {
+		bad("Prespawn", "a warm pool serves per-session mode only")
 	}
 	for i, kv := range c.Env {
 		// Only the name is shown: the value may well be a secret.

@@ -69,6 +69,9 @@ func run(ctx context.Context, args, environ []string, stderr io.Writer) int {
 	b, err := bridge.New(bridge.Config{
 		Command:      command,
 		Mode:         cfg.Mode,
+		Prespawn:     cfg.Prespawn,
+		MaxChildren:  cfg.MaxChildren,
+		SpawnQueue:   cfg.SpawnQueue,
 		Dir:          cfg.Dir,
 		Env:          stdio.Environ(environ, cfg.hiddenFromChild(), cfg.Env),
 		MaxLineBytes: cfg.MaxMessageBytes,

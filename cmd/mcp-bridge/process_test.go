@@ -379,6 +379,7 @@ func TestConfigDefaults(t *testing.T) {
 		Path:            "/mcp",
 		ResponseMode:    "auto",
 		Mode:            "per-session",
+		SpawnQueue:      64,
 		SSEDelay:        50 * time.Millisecond,
 		MaxBodyBytes:    4 << 20,
 		MaxMessageBytes: 16 << 20,
