@@ -25,6 +25,7 @@
 //	env {}                     answers os.Environ() joined by "\n"
 //	pid {}                     answers os.Getpid()
 //	cancels {}                 answers a JSON array of the requestIds seen in notifications/cancelled
+//	state_calls {}             answers the setLevel/subscribe/unsubscribe requests received, as a JSON array
 //
 // Flags: -ignore-term, -ignore-eof, -banner, -exit-after-init, -stderr-at-start N.
 // Run as "badchild grandchild" it blocks until killed; that is what fork starts.
@@ -69,6 +70,8 @@ type server struct {
 	pending  map[string]chan message  // our requests to the client, by raw id
 	inflight map[string]chan struct{} // tools/call in progress, closed on cancel
 	cancels  []json.RawMessage
+	// stateCalls: setLevel, subscribe and unsubscribe requests, in order.
+	stateCalls []string
 
 	nextID    atomic.Int64
 	stdinDone chan struct{} // closed at stdin EOF: nobody will answer us any more
@@ -149,7 +152,13 @@ func (s *server) handle(line []byte, exitAfterInit bool) {
 		if exitAfterInit {
 			os.Exit(3)
 		}
-	case m.Method == "ping", m.Method == "logging/setLevel":
+	case m.Method == "ping":
+		s.respond(m.ID, struct{}{}, false)
+	case m.Method == "logging/setLevel", m.Method == "resources/subscribe", m.Method == "resources/unsubscribe":
+		// Recorded, so tests can see what a shared child was asked.
+		s.stateMu.Lock()
+		s.stateCalls = append(s.stateCalls, m.Method+" "+string(m.Params))
+		s.stateMu.Unlock()
 		s.respond(m.ID, struct{}{}, false)
 	case m.Method == "tools/list":
 		s.respond(m.ID, map[string]any{"tools": toolList()}, false)
@@ -290,6 +299,11 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 		s.respond(m.ID, textResult(strings.Join(os.Environ(), "\n")), false)
 	case "pid":
 		s.respond(m.ID, textResult(strconv.Itoa(os.Getpid())), false)
+	case "state_calls":
+		s.stateMu.Lock()
+		b, _ := json.Marshal(s.stateCalls)
+		s.stateMu.Unlock()
+		s.respond(m.ID, textResult(string(b)), false)
 	case "cancels":
 		s.stateMu.Lock()
 		ids, _ := json.Marshal(s.cancels) // raw ids marshal as themselves
@@ -479,6 +493,7 @@ func toolList() []any {
 		{"env", "Answers the child's environment.", obj()},
 		{"pid", "Answers the child's pid.", obj()},
 		{"cancels", "Answers the requestIds seen in notifications/cancelled.", obj()},
+		{"state_calls", "Answers the logging/setLevel and resources/(un)subscribe requests received, in order.", obj()},
 	}
 	out := make([]any, 0, len(tools))
 	for _, t := range tools {
