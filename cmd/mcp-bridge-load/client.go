@@ -265,7 +265,8 @@ func (r *rpcResponse) checkEcho(id, msg []byte) error {
 		return fmt.Errorf("id %s: tool error: %+v", id, c)
 	case len(c) != 1 || c[0].Type != "text":
 		return fmt.Errorf("id %s: want one text content, got %+v", id, c)
-	case c[0].Text != string(msg):
+	case c[0].Text != string(msg) && c[0].Text != "Echo: "+string(msg):
+		// The second form is @modelcontextprotocol/server-everything's.
 		return fmt.Errorf("id %s: echoed %q, sent %q", id, c[0].Text, msg)
 	}
 	return nil
