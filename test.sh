@@ -2,10 +2,16 @@
 # The whole test suite, on a fresh machine with Go, Node and npm: installs
 # the pinned test peers (testdata/node/package-lock.json: the MCP
 # conformance suite, the TypeScript SDK, server-everything and a Node 22
-# binary for the conformance CLI), checks formatting and vet, and runs every
-# test with the race detector.
+# binary for the conformance CLI, playwright-core), HAProxy and Chromium,
+# checks formatting and vet, and runs every test with the race detector.
 set -euo pipefail
 cd "$(dirname "$0")"
+
+echo "== haproxy (Debian package: the replicas-behind-a-load-balancer test)"
+command -v haproxy || (apt-get update && apt-get install -y haproxy)
+
+echo "== chromium (Debian package: the browser test, driven by playwright-core)"
+[ -x /usr/bin/chromium ] || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
 
 echo "== npm ci (testdata/node)"
 npm ci --prefix testdata/node --no-audit --no-fund --loglevel=error

@@ -91,7 +91,10 @@ type Stats struct {
 	UnroutableDrops  atomic.Int64 // responses the child sent for ids nobody asked
 	ChildrenSpawned  atomic.Int64
 	ChildrenFailed   atomic.Int64 // children that could not be started
-	ChildrenExitedOK atomic.Int64
+	ChildrenExitedOK atomic.Int64 // stopped by the bridge: Deleted + Idle + Shutdown
+	ChildrenDeleted  atomic.Int64 // stopped because the client deleted the session
+	ChildrenIdle     atomic.Int64 // stopped because the session expired
+	ChildrenShutdown atomic.Int64 // stopped because the bridge shut down
 	ChildrenCrashed  atomic.Int64 // exited before the bridge asked them to
 }
 
@@ -180,9 +183,11 @@ func New(cfg Config) (*Bridge, error) {
 func (b *Bridge) Stats() *Stats { return &b.stats }
 
 // Initialize creates a session and its child, and sends the client's
-// initialize request to it. The returned Stream carries the
+// initialize request to it. The session belongs to owner (the
+// authenticated principal; "" without authentication): only Session with
+// the same owner finds it. The returned Stream carries the
 // InitializeResult; jsonOnly as in Session.Send.
-func (b *Bridge) Initialize(msg Message, jsonOnly bool) (*Session, *Stream, error) {
+func (b *Bridge) Initialize(owner string, msg Message, jsonOnly bool) (*Session, *Stream, error) {
 	if msg.Kind != Request || msg.Method != MethodInitialize {
 		return nil, nil, invalid(CodeInvalidRequest, "Invalid Request: a session starts with an initialize request", msg.ID())
 	}
@@ -200,6 +205,7 @@ func (b *Bridge) Initialize(msg Message, jsonOnly bool) (*Session, *Stream, erro
 		return nil, nil, ErrTooManySessions
 	}
 	s := newSession(b, id)
+	s.owner = owner
 	b.sessions[id] = s // reserve the slot while the child starts
 	b.mu.Unlock()
 	release := func() {
@@ -458,12 +464,16 @@ func cachedInitialize(id, result []byte, version string) []byte {
 	return b
 }
 
-// Session returns the live session with that id, or ErrSessionNotFound.
-func (b *Bridge) Session(id string) (*Session, error) {
+// Session returns the live session with that id if it belongs to owner,
+// else ErrSessionNotFound: another principal's session answers exactly
+// like one that never existed, so a stolen id is useless with another
+// token and the answer does not even confirm it is live (MCP security
+// best practices: bind sessions to the user, "<user_id>:<session_id>").
+func (b *Bridge) Session(id, owner string) (*Session, error) {
 	b.mu.Lock()
 	s, ok := b.sessions[id]
 	b.mu.Unlock()
-	if !ok || s.isClosed() {
+	if !ok || s.owner != owner || s.isClosed() {
 		return nil, ErrSessionNotFound
 	}
 	return s, nil
@@ -529,7 +539,7 @@ func (b *Bridge) Close(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, s := range all {
 		wg.Add(1)
-		go func() { defer wg.Done(); s.stop(ctx, "the bridge is shutting down") }()
+		go func() { defer wg.Done(); s.stop(ctx, reasonShutdown) }()
 	}
 	wg.Wait()
 	b.mu.Lock()
@@ -568,7 +578,7 @@ func (b *Bridge) janitor() {
 			b.mu.Unlock()
 			for _, s := range idle {
 				s.log.Info("session idle; ending it", "idle_timeout", b.cfg.IdleTimeout)
-				go s.stop(context.Background(), "the session expired")
+				go s.stop(context.Background(), reasonExpired)
 			}
 		}
 	}

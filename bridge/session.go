@@ -17,10 +17,11 @@ import (
 // mutex: in per-session mode the upstream is its own child, in shared mode
 // the child every session shares.
 type Session struct {
-	id  string
-	b   *Bridge
-	up  *upstream
-	log *slog.Logger
+	id    string
+	owner string // the principal it belongs to (Bridge.Initialize)
+	b     *Bridge
+	up    *upstream
+	log   *slog.Logger
 
 	version   string           // negotiated protocol version
 	byClient  map[string]int64 // client id (raw bytes) -> child-side id, in flight
@@ -69,6 +70,9 @@ func newSession(b *Bridge, id string) *Session {
 
 // ID is the session id (the Mcp-Session-Id).
 func (s *Session) ID() string { return s.id }
+
+// Owner is the principal the session belongs to.
+func (s *Session) Owner() string { return s.owner }
 
 // Done is closed when the session has ended (and, in per-session mode,
 // its child is reaped).
@@ -462,7 +466,7 @@ func (s *Session) detach(st *Stream) {
 // mode its child is stopped with the graceful sequence and Close returns
 // once it is reaped.
 func (s *Session) Close() {
-	s.stop(context.Background(), "the session was deleted")
+	s.stop(context.Background(), reasonDeleted)
 }
 
 // stop ends the session, and in per-session mode stops its child.

@@ -350,6 +350,7 @@ func (u *upstream) watch(child *stdio.Child) {
 	u.mu.Lock()
 	u.child = nil
 	stopping := u.stopping
+	exited := u.exitCounterLocked()
 	for id, c := range u.calls {
 		delete(u.calls, id)
 		if c.sess == nil {
@@ -382,6 +383,7 @@ func (u *upstream) watch(child *stdio.Child) {
 	switch {
 	case stopping:
 		u.b.stats.ChildrenExitedOK.Add(1)
+		exited.Add(1)
 		u.logger().Info("child stopped", "child_pid", child.Pid(), "child_exit", status)
 	case u.shared:
 		u.b.stats.ChildrenCrashed.Add(1)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 )
 
@@ -36,6 +37,25 @@ func errorStatus(k bridge.Kind) int {
 		return http.StatusRequestEntityTooLarge
 	default:
 		return http.StatusInternalServerError
+	}
+}
+
+// authStatus maps an auth refusal to its HTTP status (RFC 6750 section
+// 3.1; MCP: "401 Unauthorized: authorization required or token invalid",
+// "403 Forbidden: invalid scopes or insufficient permissions"). A token in
+// the query string is 401, as SPEC.md case 58 has it, not RFC 6750's 400.
+func authStatus(e *auth.Error) int {
+	switch {
+	case errors.Is(e, auth.ErrQueryToken):
+		return http.StatusUnauthorized
+	}
+	switch e.Code {
+	case auth.CodeInvalidRequest:
+		return http.StatusBadRequest
+	case auth.CodeInsufficientScope:
+		return http.StatusForbidden
+	default: // no credentials, or invalid_token
+		return http.StatusUnauthorized
 	}
 }
 

@@ -54,7 +54,9 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if o.bridge.StopGrace == 0 {
 		o.bridge.StopGrace = 500 * time.Millisecond
 	}
-	o.bridge.Logger = testLogger(t)
+	if o.bridge.Logger == nil {
+		o.bridge.Logger = testLogger(t)
+	}
 	b, err := bridge.New(o.bridge)
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +90,7 @@ type req struct {
 	ctype   string // default application/json
 	version string // MCP-Protocol-Version
 	header  map[string]string
+	query   string // raw query string (doRaw only)
 }
 
 func (e *env) do(r req) *http.Response {

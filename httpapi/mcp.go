@@ -9,15 +9,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 )
 
 // mcpHandler serves the Streamable HTTP endpoint (MCP 2025-03-26 to
 // 2025-11-25).
 type mcpHandler struct {
-	opts Options
-	b    *bridge.Bridge
-	log  *slog.Logger
+	opts   Options
+	b      *bridge.Bridge
+	log    *slog.Logger
+	limits *limits   // nil without per-principal limits
+	audit  *auditLog // nil without an audit log
 }
 
 // serve adapts a handler that returns an error, as tsweb does: an error
@@ -31,7 +34,7 @@ func (h *mcpHandler) serve(f func(http.ResponseWriter, *http.Request) error) htt
 			if he.status >= 500 {
 				lvl = slog.LevelError
 			}
-			h.log.Log(r.Context(), lvl, "request refused", "method", r.Method, "status", he.status, "err", err)
+			h.log.Log(r.Context(), lvl, "request refused", "method", r.Method, "status", he.status, "principal", principal(r).String(), "err", err)
 			writeError(w, he)
 		}
 	}
@@ -85,9 +88,20 @@ func (h *mcpHandler) post(w http.ResponseWriter, r *http.Request) error {
 			return &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest, id: msgs[0].ID(),
 				msg: "Invalid Request: this request carries a session id; initialize starts a new session and must be sent without one"}
 		}
-		sess, st, err := h.b.Initialize(msgs[0], jsonOnly)
+		p := principal(r)
+		release, err := h.limits.reserveSession(p)
 		if err != nil {
 			return err
+		}
+		sess, st, err := h.b.Initialize(p.Key(), msgs[0], jsonOnly)
+		if err != nil {
+			release()
+			return err
+		}
+		h.limits.holdSession(sess, release)
+		if t := h.track(p, sess.ID(), msgs); t != nil {
+			defer t.finish()
+			r = r.WithContext(withTrack(r.Context(), t))
 		}
 		// "A server using the Streamable HTTP transport MAY assign a
 		// session ID at initialization time, by including it in an
@@ -106,7 +120,7 @@ func (h *mcpHandler) post(w http.ResponseWriter, r *http.Request) error {
 		}
 		return &httpError{status: http.StatusBadRequest, code: bridge.CodeSessionRequired, msg: msg}
 	}
-	sess, err := h.b.Session(sid)
+	sess, err := h.b.Session(sid, principal(r).Key())
 	if err != nil {
 		return err
 	}
@@ -117,6 +131,15 @@ func (h *mcpHandler) post(w http.ResponseWriter, r *http.Request) error {
 		// Batching exists only in 2025-03-26; 2025-06-18 removed it.
 		return &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest,
 			msg: "Invalid Request: JSON-RPC batches are not supported in protocol version " + sess.Version()}
+	}
+	p := principal(r)
+	t := h.track(p, sid, msgs)
+	if t != nil {
+		defer t.finish()
+		r = r.WithContext(withTrack(r.Context(), t))
+	}
+	if m := denied(msgs, h.opts.ToolPolicy.For(p)); m != nil {
+		return h.refuseTool(w, m, batch, wantJSON, t)
 	}
 	st, err := sess.Send(msgs, jsonOnly)
 	if err != nil {
@@ -152,7 +175,7 @@ func (h *mcpHandler) respond(w http.ResponseWriter, r *http.Request, st *bridge.
 			}
 			msgs, final = st.Take(msgs)
 		}
-		writeJSON(w, msgs, batch)
+		writeJSON(w, h.outbound(r, msgs), batch)
 		return nil
 	case ModeAuto:
 		// Hold the response until the child's first message for it: the
@@ -168,7 +191,7 @@ func (h *mcpHandler) respond(w http.ResponseWriter, r *http.Request, st *bridge.
 		}
 		msgs, final = st.Take(msgs)
 		if final && !batch && len(msgs) == 1 {
-			writeJSON(w, msgs, false)
+			writeJSON(w, h.outbound(r, msgs), false)
 			return nil
 		}
 	}
@@ -190,6 +213,7 @@ func (h *mcpHandler) stream(w http.ResponseWriter, r *http.Request, st *bridge.S
 		sw.prime(st.NextEventID())
 	}
 	for {
+		msgs = h.outbound(r, msgs)
 		for i, m := range msgs {
 			id := ""
 			if ids {
@@ -247,19 +271,27 @@ func (h *mcpHandler) delete(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	sess.Close()
+	h.limits.ended(sess)
 	w.WriteHeader(http.StatusOK)
 	return nil
 }
 
+// principal is who the request acts for: the anonymous principal when the
+// bridge has no authentication.
+func principal(r *http.Request) auth.Principal {
+	p, _ := auth.FromContext(r.Context())
+	return p
+}
+
 // session finds the request's session: 400 without an id, 404 for an
-// unknown or ended one.
+// unknown or ended one, or one of another principal's.
 func (h *mcpHandler) session(r *http.Request) (*bridge.Session, error) {
 	sid := r.Header.Get(headerSession)
 	if sid == "" {
 		return nil, &httpError{status: http.StatusBadRequest, code: bridge.CodeSessionRequired,
 			msg: "Bad Request: Mcp-Session-Id header is required"}
 	}
-	sess, err := h.b.Session(sid)
+	sess, err := h.b.Session(sid, principal(r).Key())
 	if err != nil {
 		return nil, err
 	}

@@ -1,13 +1,16 @@
 // Package httpapi owns the bridge's HTTP surface: the MCP Streamable HTTP
 // endpoint (POST, GET, DELETE), the SSE writer, the Origin and Host checks,
-// body limits and the health endpoint. It turns HTTP into bridge calls and
-// bridge errors into HTTP statuses, in one place (errorStatus).
+// CORS, authentication of every MCP request and the protected-resource
+// metadata, per-principal limits, body limits and the health endpoint. It
+// turns HTTP into bridge calls, and bridge and auth errors into HTTP
+// statuses, each in one place (errorStatus, authStatus).
 package httpapi
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,6 +19,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 )
 
@@ -69,6 +73,51 @@ type Options struct {
 	// loopback address, the other half of the DNS-rebinding defence. Set it
 	// when the listener is on a loopback address.
 	LoopbackOnly bool
+	// Auth authenticates every request to the MCP endpoint (POST, GET,
+	// DELETE), and a session is then visible only to the principal that
+	// created it. Nil: no authentication, and every client is the one
+	// anonymous principal: anyone who reaches the port can start
+	// processes, so leave it nil only on loopback.
+	Auth auth.Verifier
+	// PublicURL is the MCP endpoint's canonical URL as clients reach it
+	// (https://bridge.example.com/mcp): the "resource" of the
+	// protected-resource metadata, and the base of the metadata URL in
+	// 401 challenges. Empty: derived from each request's Host header,
+	// which is right only when clients reach the bridge directly.
+	PublicURL string
+	// AuthorizationServers are listed in the protected-resource metadata:
+	// where clients get tokens. MCP requires at least one for OAuth.
+	AuthorizationServers []string
+	// Scopes a token needs: the metadata's scopes_supported and the scope
+	// of 401 challenges.
+	Scopes []string
+	// MaxSessionsPerPrincipal caps the live sessions of one principal;
+	// over it, initialize gets 429. 0: only the bridge's own cap.
+	MaxSessionsPerPrincipal int
+	// MaxInFlightPerPrincipal caps the POSTs of one principal being
+	// served at once (a POST is served until its last response is
+	// written); over it, 429. GET streams do not count. 0: no cap.
+	MaxInFlightPerPrincipal int
+	// RateLimit is the sustained rate, in requests per second, that one
+	// principal may send to the MCP endpoint; over it, 429 with the
+	// Retry-After the bucket needs. 0: no limit.
+	RateLimit float64
+	// RateBurst is how many requests over the rate may come at once.
+	// Default: RateLimit rounded up (one second's worth), at least 1.
+	RateBurst int
+	// ToolPolicy decides which tools each principal may list and call;
+	// nil allows every tool. A denied tools/call never reaches the child,
+	// and tools/list results lose the tools the principal may not call.
+	ToolPolicy *auth.ToolPolicy
+	// Audit, if set, gets one JSON line per request once its response is
+	// written: time, principal, session, method, tool, outcome, duration.
+	Audit io.Writer
+	// AuditArguments adds the arguments of each tools/call to its audit
+	// line. Off by default: arguments may hold personal data or secrets.
+	AuditArguments bool
+	// Now is the clock of the rate limit and the audit log. Default
+	// time.Now.
+	Now func() time.Time
 	// Logger is the logger. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -103,26 +152,60 @@ func Handler(opts Options) (http.Handler, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	origins, err := newOriginMatcher(opts.AllowedOrigins)
 	if err != nil {
 		return nil, err
 	}
-	h := &mcpHandler{opts: opts, b: opts.Bridge, log: opts.Logger}
+	resource, err := newResourceURL(opts.PublicURL, opts.Path)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: %w", err)
+	}
+	h := &mcpHandler{opts: opts, b: opts.Bridge, log: opts.Logger, limits: newLimits(opts)}
+	if opts.Audit != nil {
+		h.audit = &auditLog{w: opts.Audit, args: opts.AuditArguments, now: opts.Now}
+	}
 
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
+	// The Origin and Host checks come first: a preflight from a refused
+	// origin gets 403, not CORS headers.
 	r.Use(guard{origins: origins, loopbackOnly: opts.LoopbackOnly}.middleware)
+	r.Use(newCORS(origins))
+	// Operations (metrics.go, ready.go): /metrics, /readyz, and metrics of
+	// the MCP endpoint. Unauthenticated, like /healthz.
+	r.Use(newMetrics(opts).middleware, readyz(opts.Bridge))
+	// Health and the protected-resource metadata are unauthenticated:
+	// probes, and clients that have no token yet, must reach them.
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
 	})
-	if opts.Stateless {
-		r.Post(opts.Path, h.serve(h.statelessPost))
-	} else {
-		r.Post(opts.Path, h.serve(h.post))
-		r.Get(opts.Path, h.serve(h.get))
-		r.Delete(opts.Path, h.serve(h.delete))
+	if opts.Auth != nil {
+		meta := prm{resource: resource, servers: opts.AuthorizationServers, scopes: opts.Scopes}
+		r.Method(http.MethodGet, prmPath, meta)
+		r.Method(http.MethodGet, prmPath+opts.Path, meta)
+		if pp := resource.publicPath(); pp != "" && pp != opts.Path {
+			r.Method(http.MethodGet, prmPath+pp, meta) // behind a proxy that adds a prefix
+		}
 	}
+	r.Group(func(r chi.Router) {
+		if opts.Auth != nil {
+			r.Use((&authn{v: opts.Auth, resource: resource, scopes: opts.Scopes, log: opts.Logger}).middleware)
+		}
+		if h.limits != nil {
+			r.Use(h.limits.middleware(opts.Logger))
+		}
+		if opts.Stateless {
+			r.Post(opts.Path, h.serve(h.statelessPost))
+		} else {
+			r.Post(opts.Path, h.serve(h.post))
+			r.Get(opts.Path, h.serve(h.get))
+			r.Delete(opts.Path, h.serve(h.delete))
+		}
+	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		if opts.Stateless {
 			w.Header().Set("Allow", "POST")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"runtime"
 	"strconv"
@@ -200,7 +201,7 @@ func TestSharedSampling(t *testing.T) {
 // requests in flight: a condition, not a timing.
 func waitInFlight(t *testing.T, e *env, sid string, n int) {
 	t.Helper()
-	s, err := e.b.Session(sid)
+	s, err := e.b.Session(sid, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func TestSharedRestart(t *testing.T) {
 	e := sharedEnv(t)
 	a := e.initialize("2025-11-25")
 	b := e.initialize("2025-11-25")
-	sa, _ := e.b.Session(a)
+	sa, _ := e.b.Session(a, "")
 	old := sa.ChildPid()
 	_, msgs := e.call(a, 1, "crash", map[string]any{"code": 9})
 	if msgs[0]["error"] == nil {
@@ -275,7 +276,7 @@ func TestWarmPool(t *testing.T) {
 	waitFor(t, func() bool { return e.b.WaitingChildren() == 2 })
 	before := childPids(t)
 	sid := e.initialize("2025-11-25")
-	s, _ := e.b.Session(sid)
+	s, _ := e.b.Session(sid, "")
 	if !before[s.ChildPid()] {
 		t.Fatalf("the session's child %d was not one of the waiting ones %v", s.ChildPid(), before)
 	}
@@ -315,4 +316,61 @@ func childPids(t *testing.T) map[int]bool {
 		}
 	}
 	return out
+}
+
+// TestSharedSubscriptions: the child sees subscribe from the first
+// subscriber and unsubscribe when the last one leaves (also by ending its
+// session); updates reach only the sessions subscribed to that resource.
+func TestSharedSubscriptions(t *testing.T) {
+	e := sharedEnv(t)
+	a := e.initialize("2025-11-25")
+	b := e.initialize("2025-11-25")
+	sub := func(sid, method string) {
+		t.Helper()
+		msgs := readMessages(t, e.do(req{sid: sid, body: `{"jsonrpc":"2.0","id":"s","method":"` + method + `","params":{"uri":"test://x"}}`}))
+		if len(msgs) != 1 || msgs[0]["result"] == nil {
+			t.Fatalf("%s: %v", method, msgs)
+		}
+	}
+	stateCalls := func() string {
+		t.Helper()
+		_, msgs := e.call(a, "q", "state_calls", nil)
+		return text(msgs[len(msgs)-1])
+	}
+	sub(a, "resources/subscribe")
+	sub(b, "resources/subscribe")
+	if got := stateCalls(); got != `["resources/subscribe {\"uri\":\"test://x\"}"]` {
+		t.Fatalf("after two subscribers the child saw %s", got)
+	}
+	sub(a, "resources/unsubscribe")
+	if got := stateCalls(); strings.Contains(got, "unsubscribe") {
+		t.Fatalf("the child was unsubscribed while b still subscribes: %s", got)
+	}
+
+	// An update goes to b (subscribed), not to a; the list change after
+	// it, to both, marks the end of what each stream gets.
+	getA := e.do(req{method: "GET", sid: a})
+	defer getA.Body.Close()
+	getB := e.do(req{method: "GET", sid: b})
+	defer getB.Body.Close()
+	body := `{"jsonrpc":"2.0","id":"u","method":"tools/call","params":{"name":"notify","arguments":{"method":"notifications/resources/updated","params":{"uri":"test://x"}}}}`
+	readMessages(t, e.do(req{sid: a, body: body, accept: "application/json"}))
+	e.notifyFromChild(a, 1, "notifications/tools/list_changed")
+	for sid, want := range map[*http.Response][]string{
+		getA: {"notifications/tools/list_changed"},
+		getB: {"notifications/resources/updated", "notifications/tools/list_changed"},
+	} {
+		sr := newSSEReader(sid.Body)
+		for _, w := range want {
+			ev, _ := sr.next()
+			if m := decode(t, ev.data); m["method"] != w {
+				t.Fatalf("got %v, want %s", m, w)
+			}
+		}
+	}
+
+	checkStatus(t, e.do(req{method: "DELETE", sid: b}), 200, 0)
+	if got := stateCalls(); !strings.Contains(got, `"resources/unsubscribe {\"uri\":\"test://x\"}"`) {
+		t.Fatalf("the last subscriber left but the child was not unsubscribed: %s", got)
+	}
 }

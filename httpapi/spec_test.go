@@ -358,7 +358,7 @@ func TestMaxSessions(t *testing.T) {
 func TestIdleExpiry(t *testing.T) {
 	e := newEnv(t, envOpts{bridge: bridge.Config{IdleTimeout: 50 * time.Millisecond}})
 	sid := e.initialize("2025-11-25")
-	s, err := e.b.Session(sid)
+	s, err := e.b.Session(sid, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,9 @@ func (h *mcpHandler) statelessPost(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
+	if m := denied(msgs, h.opts.ToolPolicy.For(principal(r))); m != nil {
+		return h.refuseTool(w, m, batch, wantJSON, nil)
+	}
 	if err := checkVersion(r); err != nil {
 		return err
 	}

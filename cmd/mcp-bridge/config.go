@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
+	"net/url"
+	"os"
 	"reflect"
 	"regexp"
 	"slices"
@@ -14,6 +18,9 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"github.com/mcp-bridge/mcp-bridge/auth"
+	"github.com/mcp-bridge/mcp-bridge/httpapi"
 )
 
 // envPrefix prefixes every environment variable the bridge reads. The
@@ -49,6 +56,25 @@ type Config struct {
 	AllowOrigins    []string      `env:"ALLOW_ORIGINS" envSeparator:"," flag:"allow-origin" help:"browser origin allowed besides loopback ones, exact or with * (repeatable)"`
 	LogFormat       string        `env:"LOG_FORMAT" envDefault:"text" flag:"log-format" help:"text or json"`
 	LogLevel        string        `env:"LOG_LEVEL" envDefault:"info" flag:"log-level" help:"debug, info, warn or error"`
+
+	// Who may connect (README "Options": authentication). All off by default.
+	TokenEnvs               []string `env:"TOKEN_ENVS" envSeparator:"," flag:"token-env" help:"name of an environment variable holding an accepted bearer token; the request's principal is the variable's name (repeatable)"`
+	JWTSecretEnv            string   `env:"JWT_SECRET_ENV" flag:"jwt-secret-env" help:"name of an environment variable holding the HMAC secret (32+ bytes) of HS256/384/512 JWTs"`
+	JWTPublicKey            string   `env:"JWT_PUBLIC_KEY" flag:"jwt-public-key" help:"PEM file of the public key(s) of RS*/PS*/ES*/EdDSA JWTs"`
+	JWKSURL                 string   `env:"JWKS_URL" flag:"jwks-url" help:"URL of the JWT issuer's JWKS (https, or http on loopback); refreshed every 15 min and on an unknown kid"`
+	JWTIssuer               string   `env:"JWT_ISSUER" flag:"jwt-issuer" help:"the iss every JWT must carry (required with a JWT key)"`
+	JWTAudiences            []string `env:"JWT_AUDIENCES" envSeparator:"," flag:"jwt-audience" help:"an aud a JWT may carry (repeatable); default --public-url"`
+	RequireScopes           []string `env:"REQUIRE_SCOPES" envSeparator:"," flag:"require-scope" help:"a scope every JWT must grant in scope or scp, else 403 (repeatable)"`
+	PublicURL               string   `env:"PUBLIC_URL" flag:"public-url" help:"the MCP endpoint's URL as clients reach it (https://bridge.example.com/mcp): the OAuth resource, and the default JWT audience; default: from each request's Host"`
+	AuthServers             []string `env:"AUTH_SERVERS" envSeparator:"," flag:"auth-server" help:"authorization server listed in /.well-known/oauth-protected-resource (repeatable); default --jwt-issuer"`
+	MaxSessionsPerPrincipal int      `env:"MAX_SESSIONS_PER_PRINCIPAL" flag:"max-sessions-per-principal" help:"most live sessions of one principal (0: only --max-sessions); over it, 429"`
+	MaxInFlightPerPrincipal int      `env:"MAX_INFLIGHT_PER_PRINCIPAL" flag:"max-inflight-per-principal" help:"most POSTs of one principal served at once (0: no cap); over it, 429"`
+	RateLimit               float64  `env:"RATE_LIMIT" flag:"rate-limit" help:"requests per second one principal may send (0: no limit); over it, 429 with Retry-After"`
+	RateBurst               int      `env:"RATE_BURST" flag:"rate-burst" help:"requests one principal may send at once above --rate-limit (0: one second's worth)"`
+	ToolAllow               []string `env:"TOOL_ALLOW" envSeparator:"," flag:"tool-allow" help:"SUBJECT=GLOB: the tools SUBJECT (*, scope:NAME, token:NAME, jwt:SUB or a principal name) may list and call; once a subject has allow rules, other tools are denied to it (repeatable)"`
+	ToolDeny                []string `env:"TOOL_DENY" envSeparator:"," flag:"tool-deny" help:"SUBJECT=GLOB: tools SUBJECT may neither list nor call; deny wins over allow (repeatable)"`
+	AuditLog                string   `env:"AUDIT_LOG" flag:"audit-log" help:"file to append one JSON line per request to (principal, session, method, tool, outcome, duration); - for stdout"`
+	AuditArguments          bool     `env:"AUDIT_ARGUMENTS" flag:"audit-arguments" help:"add tools/call arguments to the audit log (they may hold personal data or secrets)"`
 }
 
 // Argv is a command line given as a JSON array in the environment, so
@@ -107,6 +133,8 @@ func bindFlags(fs *flag.FlagSet, cfg *Config) {
 			fs.Int64Var(p, name, *p, help)
 		case *bool:
 			fs.BoolVar(p, name, *p, help)
+		case *float64:
+			fs.Float64Var(p, name, *p, help)
 		case *time.Duration:
 			fs.DurationVar(p, name, *p, help)
 		case *[]string:
@@ -220,7 +248,166 @@ func (c *Config) validate() error {
 	if len(c.Command) > 0 && c.Command[0] == "" {
 		bad("Command", "the program name is empty")
 	}
+	errs = append(errs, c.validateAuth()...)
 	return errors.Join(errs...)
+}
+
+// validateAuth checks the authentication and limit settings. Whether the
+// named variables hold usable secrets is checked by verifier, which reads
+// them.
+func (c *Config) validateAuth() []error {
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("invalid %s: %s", describe(field), fmt.Sprintf(format, a...)))
+	}
+	for _, name := range c.TokenEnvs {
+		if !envName.MatchString(name) {
+			bad("TokenEnvs", "%q is not a valid variable name", name)
+		} else if strings.HasPrefix(name, envPrefix) {
+			bad("TokenEnvs", "%s: variables named %s* are the bridge's settings, not tokens", name, envPrefix)
+		}
+	}
+	if c.JWTSecretEnv != "" && (!envName.MatchString(c.JWTSecretEnv) || strings.HasPrefix(c.JWTSecretEnv, envPrefix)) {
+		bad("JWTSecretEnv", "%q is not a valid variable name outside %s*", c.JWTSecretEnv, envPrefix)
+	}
+	keys := 0
+	for _, set := range []string{c.JWTSecretEnv, c.JWTPublicKey, c.JWKSURL} {
+		if set != "" {
+			keys++
+		}
+	}
+	switch {
+	case keys > 1:
+		// One key source, one family of algorithms: an HMAC secret next
+		// to public keys invites algorithm confusion.
+		bad("JWTSecretEnv", "give one JWT key source: --jwt-secret-env, --jwt-public-key or --jwks-url")
+	case keys == 1 && c.JWTIssuer == "":
+		bad("JWTIssuer", "a JWT key needs the issuer whose tokens it verifies")
+	case keys == 1 && len(c.JWTAudiences) == 0 && c.PublicURL == "":
+		bad("JWTAudiences", "JWTs must be checked against this server's URL: set --public-url (or --jwt-audience)")
+	case keys == 0 && (c.JWTIssuer != "" || len(c.JWTAudiences) > 0 || len(c.RequireScopes) > 0):
+		bad("JWTIssuer", "the JWT settings need a key: --jwt-secret-env, --jwt-public-key or --jwks-url")
+	}
+	for _, a := range c.JWTAudiences {
+		if a == "" {
+			bad("JWTAudiences", "an audience is empty")
+		}
+	}
+	if c.PublicURL != "" {
+		if _, err := httpapi.CanonicalURL(c.PublicURL); err != nil {
+			bad("PublicURL", "%v", err)
+		}
+	}
+	for _, s := range c.AuthServers {
+		if u, err := url.Parse(s); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			bad("AuthServers", "%q is not an absolute http(s) URL", s)
+		}
+	}
+	if len(c.AuthServers) > 0 && len(c.TokenEnvs) == 0 && keys == 0 {
+		bad("AuthServers", "authorization servers mean nothing without authentication (--token-env or a JWT key)")
+	}
+	nonNegative := map[string]float64{
+		"MaxSessionsPerPrincipal": float64(c.MaxSessionsPerPrincipal), "MaxInFlightPerPrincipal": float64(c.MaxInFlightPerPrincipal),
+		"RateLimit": c.RateLimit, "RateBurst": float64(c.RateBurst),
+	}
+	for _, field := range slices.Sorted(maps.Keys(nonNegative)) {
+		if nonNegative[field] < 0 {
+			bad(field, "must not be negative")
+		}
+	}
+	for _, list := range []struct {
+		field string
+		rules []string
+	}{{"ToolAllow", c.ToolAllow}, {"ToolDeny", c.ToolDeny}} {
+		for _, r := range list.rules {
+			if _, err := auth.ParseToolRule(r, false); err != nil {
+				bad(list.field, "%v", err)
+			}
+		}
+	}
+	if c.AuditArguments && c.AuditLog == "" {
+		bad("AuditArguments", "there is no --audit-log to add them to")
+	}
+	return errs
+}
+
+// toolPolicy parses --tool-allow and --tool-deny; nil without rules.
+func (c *Config) toolPolicy() (*auth.ToolPolicy, error) {
+	var rules []auth.ToolRule
+	for _, list := range []struct {
+		rules []string
+		deny  bool
+	}{{c.ToolAllow, false}, {c.ToolDeny, true}} {
+		for _, s := range list.rules {
+			r, err := auth.ParseToolRule(s, list.deny)
+			if err != nil {
+				return nil, err
+			}
+			rules = append(rules, r)
+		}
+	}
+	return auth.NewToolPolicy(rules), nil
+}
+
+// verifier builds the authentication the settings ask for, reading the
+// named variables with lookup; nil when none is asked for. A JWKS is
+// fetched before it returns and refreshed until ctx ends. Errors name the
+// setting and the variable, never a value.
+func (c *Config) verifier(ctx context.Context, lookup func(string) (string, bool), log *slog.Logger) (auth.Verifier, error) {
+	var vs []auth.Verifier
+	if len(c.TokenEnvs) > 0 {
+		st, err := auth.TokensFromEnv(c.TokenEnvs, lookup)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", describe("TokenEnvs"), err)
+		}
+		vs = append(vs, st)
+	}
+	jc := auth.JWTConfig{Issuer: c.JWTIssuer, Audiences: c.jwtAudiences(), RequiredScopes: c.RequireScopes, JWKSURL: c.JWKSURL, Logger: log}
+	switch {
+	case c.JWTSecretEnv != "":
+		secret, ok := lookup(c.JWTSecretEnv)
+		if !ok || secret == "" {
+			return nil, fmt.Errorf("%s: variable %s is not set or empty", describe("JWTSecretEnv"), c.JWTSecretEnv)
+		}
+		jc.Secret = []byte(secret)
+	case c.JWTPublicKey != "":
+		pemBytes, err := os.ReadFile(c.JWTPublicKey)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", describe("JWTPublicKey"), err)
+		}
+		if jc.PublicKeys, err = auth.ParsePublicKeysPEM(pemBytes); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", describe("JWTPublicKey"), c.JWTPublicKey, err)
+		}
+	case c.JWKSURL == "":
+		if len(vs) == 0 {
+			return nil, nil
+		}
+		return auth.Any(vs...), nil
+	}
+	j, err := auth.NewJWT(ctx, jc)
+	if err != nil {
+		return nil, err
+	}
+	return auth.Any(append(vs, j)...), nil
+}
+
+// jwtAudiences: --jwt-audience, else the canonical --public-url.
+func (c *Config) jwtAudiences() []string {
+	if len(c.JWTAudiences) > 0 {
+		return c.JWTAudiences
+	}
+	if u, err := httpapi.CanonicalURL(c.PublicURL); err == nil {
+		return []string{u}
+	}
+	return nil
+}
+
+// authServers: --auth-server, else the JWT issuer.
+func (c *Config) authServers() []string {
+	if len(c.AuthServers) > 0 || c.JWTIssuer == "" {
+		return c.AuthServers
+	}
+	return []string{c.JWTIssuer}
 }
 
 // describe names a field the way a user sets it: flag and variable.
@@ -268,17 +455,27 @@ func kindOf(t reflect.Type) string {
 	switch t.Kind() {
 	case reflect.Int, reflect.Int64:
 		return "an integer"
+	case reflect.Float64:
+		return "a number"
 	}
 	return t.String()
 }
 
 // hiddenFromChild is the rule for the child's environment: everything the
 // bridge inherited passes through except the bridge's own settings
-// (MCP_BRIDGE_*) and the variables named by --hide-env.
+// (MCP_BRIDGE_*), the variables named by --hide-env, and the variables
+// that hold the bridge's tokens and JWT secret: a child must never be able
+// to act as a client of the bridge (or anything else those secrets open).
 func (c *Config) hiddenFromChild() func(string) bool {
 	hide := make(map[string]bool, len(c.HideEnv))
 	for _, n := range c.HideEnv {
 		hide[n] = true
+	}
+	for _, n := range c.TokenEnvs {
+		hide[n] = true
+	}
+	if c.JWTSecretEnv != "" {
+		hide[c.JWTSecretEnv] = true
 	}
 	return func(name string) bool { return strings.HasPrefix(name, envPrefix) || hide[name] }
 }

@@ -532,10 +532,10 @@ func TestConcurrentSessions(t *testing.T) { forEachMode(t, testConcurrentSession
 
 func testConcurrentSessions(t *testing.T, mode string) {
 	const (
-		sessions  = 20
+		sessions  = 50
 		echoes    = 50
-		workers   = 5 // echo calls in flight per session
-		slowCalls = 3
+		workers   = 5     // echo calls in flight per session
+		slowCalls = 1     // each slow call has its own step count, and the demo allows 100 at most
 		token     = "tok" // the same in every session, on purpose
 	)
 	p := startBridge(t, nil, "--mode", mode)

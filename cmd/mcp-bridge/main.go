@@ -47,6 +47,33 @@ func run(ctx context.Context, args, environ []string, stderr io.Writer) int {
 		return 2
 	}
 	log := newLogger(cfg, stderr)
+	// The JWKS, if any, is refreshed until the bridge exits.
+	authCtx, stopAuth := context.WithCancel(context.Background())
+	defer stopAuth()
+	vars := envMap(environ)
+	verifier, err := cfg.verifier(authCtx, func(k string) (string, bool) { v, ok := vars[k]; return v, ok }, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-bridge: %v\n", err)
+		return 2
+	}
+	policy, _ := cfg.toolPolicy() // validated by loadConfig
+	var audit io.Writer
+	switch cfg.AuditLog {
+	case "":
+	case "-":
+		audit = os.Stdout
+	default:
+		f, err := os.OpenFile(cfg.AuditLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			fmt.Fprintf(stderr, "mcp-bridge: --audit-log: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		audit = f
+	}
+	if verifier == nil && !isLoopback(cfg.Host) {
+		log.Warn("no authentication on a non-loopback address: anyone who reaches it can start processes; set --token-env or a JWT key")
+	}
 
 	command := []string(cfg.Command)
 	if len(command) == 0 {
@@ -96,6 +123,18 @@ func run(ctx context.Context, args, environ []string, stderr io.Writer) int {
 		AllowedOrigins: cfg.AllowOrigins,
 		LoopbackOnly:   isLoopback(cfg.Host),
 		Logger:         log,
+
+		Auth:                    verifier,
+		PublicURL:               cfg.PublicURL,
+		AuthorizationServers:    cfg.authServers(),
+		Scopes:                  cfg.RequireScopes,
+		MaxSessionsPerPrincipal: cfg.MaxSessionsPerPrincipal,
+		MaxInFlightPerPrincipal: cfg.MaxInFlightPerPrincipal,
+		RateLimit:               cfg.RateLimit,
+		RateBurst:               cfg.RateBurst,
+		ToolPolicy:              policy,
+		Audit:                   audit,
+		AuditArguments:          cfg.AuditArguments,
 	})
 	if err != nil {
 		log.Error("http", "err", err)

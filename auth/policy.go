@@ -1,0 +1,143 @@
+package auth
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ToolRule allows or denies the tools whose names match Glob to the
+// principals Subject names.
+type ToolRule struct {
+	// Subject is "*" (every principal, the anonymous one included),
+	// "scope:NAME" (principals granted that scope), "token:NAME" (the
+	// token of variable NAME), "jwt:SUB" (JWTs with that sub), or a bare
+	// name, which means either of the last two.
+	Subject string
+	// Glob matches tool names: * is any run of characters, ? one.
+	Glob string
+	// Deny makes it a deny rule.
+	Deny bool
+}
+
+// ParseToolRule reads "SUBJECT=GLOB".
+func ParseToolRule(s string, deny bool) (ToolRule, error) {
+	subject, glob, ok := strings.Cut(s, "=")
+	if !ok || subject == "" || glob == "" {
+		return ToolRule{}, fmt.Errorf("tool rule %q: want SUBJECT=GLOB (SUBJECT: *, scope:NAME or a principal)", s)
+	}
+	if rest, isScope := strings.CutPrefix(subject, "scope:"); isScope && rest == "" {
+		return ToolRule{}, fmt.Errorf("tool rule %q: the scope is empty", s)
+	}
+	return ToolRule{Subject: subject, Glob: glob, Deny: deny}, nil
+}
+
+// ToolPolicy decides which tools each principal may list and call. A tool
+// is allowed to a principal when no deny rule that applies to the
+// principal matches it, and either no allow rule applies to the principal
+// or one that does matches it. Deny wins; without rules everything is
+// allowed.
+type ToolPolicy struct {
+	rules []ToolRule
+}
+
+// NewToolPolicy returns the policy of rules; nil for no rules.
+func NewToolPolicy(rules []ToolRule) *ToolPolicy {
+	if len(rules) == 0 {
+		return nil
+	}
+	return &ToolPolicy{rules: rules}
+}
+
+// ToolFilter is one principal's view of a ToolPolicy.
+type ToolFilter struct {
+	allow, deny []string
+}
+
+// For returns p's filter, or nil when no rule applies to p (every tool
+// is allowed). A nil policy has no rules.
+func (tp *ToolPolicy) For(p Principal) *ToolFilter {
+	if tp == nil {
+		return nil
+	}
+	var f ToolFilter
+	for _, r := range tp.rules {
+		if !r.appliesTo(p) {
+			continue
+		}
+		if r.Deny {
+			f.deny = append(f.deny, r.Glob)
+		} else {
+			f.allow = append(f.allow, r.Glob)
+		}
+	}
+	if f.allow == nil && f.deny == nil {
+		return nil
+	}
+	return &f
+}
+
+func (r ToolRule) appliesTo(p Principal) bool {
+	if r.Subject == "*" {
+		return true
+	}
+	if scope, ok := strings.CutPrefix(r.Subject, "scope:"); ok {
+		return p.HasScope(scope)
+	}
+	if name, ok := strings.CutPrefix(r.Subject, MethodToken+":"); ok {
+		return p.Method == MethodToken && p.Name == name
+	}
+	if name, ok := strings.CutPrefix(r.Subject, MethodJWT+":"); ok {
+		return p.Method == MethodJWT && p.Name == name
+	}
+	return p.Method != "" && r.Subject == p.Name
+}
+
+// Allowed reports whether the filter lets tool through. A nil filter
+// allows everything.
+func (f *ToolFilter) Allowed(tool string) bool {
+	if f == nil {
+		return true
+	}
+	for _, g := range f.deny {
+		if globMatch(g, tool) {
+			return false
+		}
+	}
+	if f.allow == nil {
+		return true
+	}
+	for _, g := range f.allow {
+		if globMatch(g, tool) {
+			return true
+		}
+	}
+	return false
+}
+
+// globMatch matches name against a pattern where * is any run of
+// characters (slashes and dots included: tool names are not paths) and ?
+// is one character.
+func globMatch(pattern, name string) bool {
+	p, n := 0, 0
+	star, mark := -1, 0
+	for n < len(name) {
+		switch {
+		case p < len(pattern) && (pattern[p] == '?' || pattern[p] == name[n]):
+			p++
+			n++
+		case p < len(pattern) && pattern[p] == '*':
+			star, mark = p, n
+			p++
+		case star >= 0:
+			p = star + 1
+			mark++
+			n = mark
+		default:
+			return false
+		}
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
+}

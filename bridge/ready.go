@@ -1,0 +1,57 @@
+package bridge
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// ErrCommandNotFound: the child's executable cannot be found, so no session
+// could start. Ready returns it with the lookup error attached.
+var ErrCommandNotFound = &Error{Kind: KindUnavailable, Code: CodeInternalError, Message: "the MCP server's command cannot be found"}
+
+// ErrSharedDown: the shared child kept crashing and the bridge stopped
+// restarting it.
+var ErrSharedDown = &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the shared MCP server keeps crashing; the bridge stopped restarting it"}
+
+// Ready reports whether Initialize could start a session now, without
+// starting one (a readiness probe must not spawn a process per probe):
+// nil, or ErrClosing while the bridge drains or closes, ErrTooManySessions
+// at the session cap, ErrSharedDown once a shared child's crash-loop
+// breaker has tripped, or ErrCommandNotFound when the command's executable
+// does not resolve.
+func (b *Bridge) Ready() error {
+	b.mu.Lock()
+	closing, n, shared := b.closing, len(b.sessions), b.shared
+	b.mu.Unlock()
+	switch {
+	case closing:
+		return ErrClosing
+	case n >= b.cfg.MaxSessions:
+		return ErrTooManySessions
+	}
+	if shared != nil {
+		shared.mu.Lock()
+		dead := shared.dead
+		shared.mu.Unlock()
+		if dead {
+			return ErrSharedDown
+		}
+	}
+	if err := lookCommand(b.cfg.Command[0], b.cfg.Dir); err != nil {
+		return &Error{Kind: ErrCommandNotFound.Kind, Code: ErrCommandNotFound.Code, Message: ErrCommandNotFound.Message, Err: err}
+	}
+	return nil
+}
+
+// lookCommand resolves name the way os/exec will when it starts the child:
+// a bare name through the bridge's PATH, a relative path from the child's
+// working directory (the kernel resolves it after the chdir), and either
+// must be an executable file.
+func lookCommand(name, dir string) error {
+	if strings.Contains(name, "/") && !filepath.IsAbs(name) && dir != "" {
+		name = filepath.Join(dir, name)
+	}
+	_, err := exec.LookPath(name)
+	return err
+}

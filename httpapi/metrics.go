@@ -1,0 +1,413 @@
+package httpapi
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/mcp-bridge/mcp-bridge/bridge"
+)
+
+// metrics are the bridge's Prometheus metrics, in a registry of their own
+// (with the Go and process collectors), served at /metrics. What happens
+// on the MCP endpoint (requests, outcomes, latency, bytes) is observed
+// here, by a middleware; what happens in the bridge (sessions, children,
+// drops) is read from bridge.Stats at scrape time, so the bridge package
+// never imports Prometheus.
+type metrics struct {
+	path    string
+	handler http.Handler // promhttp, for /metrics
+	now     func() time.Time
+
+	byMethod map[string]*methodMetrics // known MCP methods, "response" and "other"
+	http     *prometheus.CounterVec    // {method, code}
+	received prometheus.Counter
+	sent     prometheus.Counter
+}
+
+// methodMetrics are one method's counters, resolved once so that
+// observing a request costs a map lookup, not a label hash.
+type methodMetrics struct {
+	ok, error, refused, unanswered prometheus.Counter
+	latency                        prometheus.Observer
+}
+
+// Outcomes of a client's JSON-RPC message (label "outcome").
+const (
+	outcomeOK         = "ok"         // a result; for notifications and responses: accepted (202)
+	outcomeError      = "error"      // a JSON-RPC error response (from the server or the bridge)
+	outcomeRefused    = "refused"    // the HTTP request was refused (4xx/5xx), nothing reached the server
+	outcomeUnanswered = "unanswered" // the client left before the response (it stays with the session)
+)
+
+// methodLabels are the values of the "method" label, so its cardinality is
+// bounded whatever clients send: the methods a client sends to an MCP
+// server (2024-11-05 to 2025-11-25, and the 2026-07-28 probes the bridge
+// refuses), "response" for a client's answer to a server's request
+// (sampling, elicitation, roots), and "other" for anything else, including
+// bodies that are not JSON-RPC.
+var methodLabels = []string{
+	"initialize", "ping",
+	"tools/list", "tools/call",
+	"resources/list", "resources/templates/list", "resources/read",
+	"resources/subscribe", "resources/unsubscribe",
+	"prompts/list", "prompts/get",
+	"completion/complete", "logging/setLevel",
+	"tasks/get", "tasks/list", "tasks/result", "tasks/cancel",
+	"notifications/initialized", "notifications/cancelled", "notifications/progress",
+	"notifications/roots/list_changed", "notifications/tasks/status",
+	"server/discover", "subscriptions/listen",
+	methodResponse, methodOther,
+}
+
+const (
+	methodResponse = "response"
+	methodOther    = "other"
+)
+
+// latencyBuckets span a ping through the bridge (well under a
+// millisecond) to long tool calls (minutes).
+var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
+
+func newMetrics(opts Options) *metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		statsCollector{b: opts.Bridge},
+	)
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcp_bridge_requests_total",
+		Help: "JSON-RPC messages clients sent to the MCP endpoint, by method (known MCP methods, response, other) and outcome (ok, error, refused, unanswered).",
+	}, []string{"method", "outcome"})
+	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "mcp_bridge_request_duration_seconds",
+		Help:    "Time from a JSON-RPC request's arrival to its response being written, for requests that got one (ok or error), by method.",
+		Buckets: latencyBuckets,
+	}, []string{"method"})
+	m := &metrics{
+		path:     opts.Path,
+		now:      time.Now,
+		byMethod: make(map[string]*methodMetrics, len(methodLabels)),
+		http: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_bridge_http_requests_total",
+			Help: "HTTP requests to the MCP endpoint, by HTTP method and status code, counted when they end (a GET stream when it closes).",
+		}, []string{"method", "code"}),
+		received: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mcp_bridge_http_received_bytes_total",
+			Help: "Bytes of HTTP request bodies read on the MCP endpoint.",
+		}),
+		sent: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mcp_bridge_http_sent_bytes_total",
+			Help: "Bytes of HTTP response bodies written on the MCP endpoint (JSON, SSE and errors).",
+		}),
+	}
+	for _, method := range methodLabels {
+		m.byMethod[method] = &methodMetrics{
+			ok:         requests.WithLabelValues(method, outcomeOK),
+			error:      requests.WithLabelValues(method, outcomeError),
+			refused:    requests.WithLabelValues(method, outcomeRefused),
+			unanswered: requests.WithLabelValues(method, outcomeUnanswered),
+			latency:    latency.WithLabelValues(method),
+		}
+	}
+	reg.MustRegister(requests, latency, m.http, m.received, m.sent)
+	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	return m
+}
+
+// middleware answers GET /metrics and observes every request to the MCP
+// endpoint. It is a middleware, like chi's Heartbeat, so /metrics answers
+// whatever routes and middleware come after it.
+func (m *metrics) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+			m.handler.ServeHTTP(w, r)
+		case r.URL.Path == m.path:
+			ex := &exchange{ResponseWriter: w, m: m, start: m.now()}
+			if r.Method == http.MethodPost && r.Body != nil {
+				ex.body = &recordingBody{ReadCloser: r.Body, m: m}
+				r.Body = ex.body
+			}
+			next.ServeHTTP(ex, r)
+			ex.finish(r.Method) // not deferred: a handler that panicked has no status to count
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+func (m *metrics) forMethod(method string) *methodMetrics {
+	if mm, ok := m.byMethod[method]; ok {
+		return mm
+	}
+	return m.byMethod[methodOther]
+}
+
+// recordingBody counts a POST body as the handler reads it and keeps a
+// copy, from which the exchange learns the methods and ids of the
+// requests once the response starts.
+type recordingBody struct {
+	io.ReadCloser
+	m   *metrics
+	buf []byte
+}
+
+func (b *recordingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.buf = append(b.buf, p[:n]...)
+		b.m.received.Add(float64(n))
+	}
+	return n, err
+}
+
+// exchange is one HTTP request to the MCP endpoint, seen from its
+// response: it wraps the ResponseWriter to learn the status, count the
+// bytes, and spot, in what is written, the response to each request of a
+// POST, which gives that request's outcome and latency.
+type exchange struct {
+	http.ResponseWriter
+	m      *metrics
+	start  time.Time
+	body   *recordingBody // POST only
+	status int
+
+	parsed  bool
+	sse     bool
+	pending []pendingRequest // the POST's requests
+	others  []*methodMetrics // its notifications and responses
+	left    int              // how many of pending still wait
+	partial []byte           // an SSE line cut between two writes
+	jsonBuf []byte           // a JSON body written in pieces
+}
+
+// pendingRequest is a request of the POST; done once its response passed.
+type pendingRequest struct {
+	id   []byte
+	mm   *methodMetrics
+	done bool
+}
+
+func (e *exchange) Unwrap() http.ResponseWriter { return e.ResponseWriter }
+
+// FlushError and Flush forward flushes; http.ResponseController (which the
+// SSE writer uses) finds them, or the real writer through Unwrap.
+func (e *exchange) FlushError() error {
+	return http.NewResponseController(e.ResponseWriter).Flush()
+}
+
+func (e *exchange) Flush() { _ = e.FlushError() }
+
+func (e *exchange) WriteHeader(code int) {
+	if e.status == 0 {
+		e.status = code
+		e.started()
+	}
+	e.ResponseWriter.WriteHeader(code)
+}
+
+func (e *exchange) Write(p []byte) (int, error) {
+	if e.status == 0 {
+		e.status = http.StatusOK
+		e.started()
+	}
+	n, err := e.ResponseWriter.Write(p)
+	e.m.sent.Add(float64(n))
+	if e.left > 0 {
+		e.scan(p[:n])
+	}
+	return n, err
+}
+
+// started runs when the status is known: the handler has read the body by
+// then, so the requests waiting for a response can be listed.
+func (e *exchange) started() {
+	if e.body == nil || e.status >= 300 {
+		return
+	}
+	e.parse()
+	e.sse = e.Header().Get("Content-Type") == "text/event-stream"
+}
+
+// parse lists the POST's messages from the recorded body (which the
+// handler has parsed too, and refused if it was not valid): requests wait
+// for their response, notifications and responses only need counting.
+func (e *exchange) parse() {
+	if e.parsed {
+		return
+	}
+	e.parsed = true
+	msgs, _, err := bridge.ParseBody(e.body.buf)
+	if err != nil {
+		return
+	}
+	for i := range msgs {
+		switch msgs[i].Kind {
+		case bridge.Request:
+			e.pending = append(e.pending, pendingRequest{id: msgs[i].ID(), mm: e.m.forMethod(msgs[i].Method)})
+		case bridge.Notification:
+			e.others = append(e.others, e.m.forMethod(msgs[i].Method))
+		case bridge.Response:
+			e.others = append(e.others, e.m.byMethod[methodResponse])
+		}
+	}
+	e.left = len(e.pending)
+}
+
+// scan looks for responses in what was written: each SSE data line, or
+// the JSON body.
+func (e *exchange) scan(p []byte) {
+	if !e.sse {
+		// writeJSON writes the whole body at once, with its length for a
+		// single message: scan it in place. Anything else is gathered and
+		// scanned when the handler returns.
+		if len(e.jsonBuf) == 0 && e.Header().Get("Content-Length") == strconv.Itoa(len(p)) {
+			bridge.EachResponse(p, e.answered)
+			return
+		}
+		e.jsonBuf = append(e.jsonBuf, p...)
+		return
+	}
+	if len(e.partial) > 0 {
+		p = append(e.partial, p...)
+		e.partial = e.partial[:0]
+	}
+	for len(p) > 0 && e.left > 0 {
+		nl := bytes.IndexByte(p, '\n')
+		if nl < 0 {
+			e.partial = append(e.partial, p...)
+			return
+		}
+		line := p[:nl]
+		p = p[nl+1:]
+		if data, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			data = bytes.TrimPrefix(data, []byte(" "))
+			if len(data) > 0 && (data[0] == '{' || data[0] == '[') {
+				bridge.EachResponse(data, e.answered)
+			}
+		}
+	}
+}
+
+// answered records the response to one of the POST's requests.
+func (e *exchange) answered(id []byte, isError bool) {
+	for i := range e.pending {
+		r := &e.pending[i]
+		if r.done || !bytes.Equal(r.id, id) {
+			continue
+		}
+		r.done = true
+		e.left--
+		if isError {
+			r.mm.error.Inc()
+		} else {
+			r.mm.ok.Inc()
+		}
+		r.mm.latency.Observe(e.m.now().Sub(e.start).Seconds())
+		return
+	}
+}
+
+// finish counts the exchange once the handler has returned.
+func (e *exchange) finish(method string) {
+	if e.status == 0 {
+		e.status = http.StatusOK // net/http sends 200 for a handler that wrote nothing
+	}
+	switch method {
+	case http.MethodPost, http.MethodGet, http.MethodDelete:
+	default:
+		method = "other"
+	}
+	e.m.http.WithLabelValues(method, strconv.Itoa(e.status)).Inc()
+	if e.body == nil {
+		return
+	}
+	e.parse()
+	if e.status >= 400 {
+		// Nothing reached the server. A body never read (406, 415) or not
+		// JSON-RPC counts once, as "other".
+		if len(e.pending)+len(e.others) == 0 {
+			e.m.byMethod[methodOther].refused.Inc()
+		}
+		for _, r := range e.pending {
+			r.mm.refused.Inc()
+		}
+		for _, mm := range e.others {
+			mm.refused.Inc()
+		}
+		return
+	}
+	if len(e.jsonBuf) > 0 && e.left > 0 {
+		bridge.EachResponse(e.jsonBuf, e.answered)
+	}
+	// Notifications and responses were accepted (202, or alongside
+	// requests in a batch); requests got their outcome from their
+	// response, or left without it.
+	for _, mm := range e.others {
+		mm.ok.Inc()
+	}
+	for _, r := range e.pending {
+		if !r.done {
+			r.mm.unanswered.Inc()
+		}
+	}
+}
+
+// statsCollector reads the bridge's counters at scrape time.
+type statsCollector struct{ b *bridge.Bridge }
+
+var (
+	descSessions = prometheus.NewDesc("mcp_bridge_sessions",
+		"Live MCP sessions.", nil, nil)
+	descSessionsCreated = prometheus.NewDesc("mcp_bridge_sessions_created_total",
+		"MCP sessions created (initialize succeeded in starting them).", nil, nil)
+	descSessionsEnded = prometheus.NewDesc("mcp_bridge_sessions_ended_total",
+		"MCP sessions ended, for any reason.", nil, nil)
+	descChildrenSpawned = prometheus.NewDesc("mcp_bridge_children_spawned_total",
+		"MCP server processes started.", nil, nil)
+	descChildrenFailed = prometheus.NewDesc("mcp_bridge_children_start_failures_total",
+		"MCP server processes that could not be started.", nil, nil)
+	descChildrenExited = prometheus.NewDesc("mcp_bridge_children_exited_total",
+		"MCP server processes that exited, by reason: deleted (the client ended the session), idle (the session expired), shutdown (the bridge stopped), crashed (exited on its own).",
+		[]string{"reason"}, nil)
+	descQueueDrops = prometheus.NewDesc("mcp_bridge_queue_drops_total",
+		"Server messages dropped because a session's queue was full while no stream was open.", nil, nil)
+	descOversize = prometheus.NewDesc("mcp_bridge_oversize_lines_total",
+		"Messages from MCP servers over the size limit (--max-message-bytes), skipped.", nil, nil)
+	descUnroutable = prometheus.NewDesc("mcp_bridge_unroutable_responses_total",
+		"Responses from MCP servers to ids nobody asked, dropped.", nil, nil)
+)
+
+func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descSessions, descSessionsCreated, descSessionsEnded,
+		descChildrenSpawned, descChildrenFailed, descChildrenExited, descQueueDrops, descOversize, descUnroutable} {
+		ch <- d
+	}
+}
+
+func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.b.Stats()
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(c.b.Len()))
+	counter(descSessionsCreated, s.SessionsCreated.Load())
+	counter(descSessionsEnded, s.SessionsEnded.Load())
+	counter(descChildrenSpawned, s.ChildrenSpawned.Load())
+	counter(descChildrenFailed, s.ChildrenFailed.Load())
+	counter(descChildrenExited, s.ChildrenDeleted.Load(), "deleted")
+	counter(descChildrenExited, s.ChildrenIdle.Load(), "idle")
+	counter(descChildrenExited, s.ChildrenShutdown.Load(), "shutdown")
+	counter(descChildrenExited, s.ChildrenCrashed.Load(), "crashed")
+	counter(descQueueDrops, s.QueueDrops.Load())
+	counter(descOversize, s.OversizeLines.Load())
+	counter(descUnroutable, s.UnroutableDrops.Load())
+}
