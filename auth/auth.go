@@ -41,6 +41,10 @@ type Principal struct {
 	// Scopes are the scopes the JWT grants (its scope or scp claim); nil
 	// for a static token.
 	Scopes []string
+	// Claims are the JWT's string and number claims, as text; for a
+	// static token, just "sub" (the variable's name). The bridge maps
+	// only allow-listed ones into a child's environment (--claim-env).
+	Claims map[string]string
 }
 
 // Key is the identity that state such as a session is bound to. It is

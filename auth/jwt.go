@@ -1,8 +1,10 @@
 package auth
 
 import (
+	"bytes"
 	"context"
 	"crypto"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -269,7 +271,7 @@ func (j *JWT) Verify(r *http.Request) (Principal, error) {
 		return Principal{}, invalidToken("no sub claim: the token names no principal")
 	}
 	scopes := slices.Concat([]string(c.Scope), []string(c.Scp))
-	p := Principal{Method: MethodJWT, Name: c.Subject, Issuer: c.Issuer, Scopes: scopes}
+	p := Principal{Method: MethodJWT, Name: c.Subject, Issuer: c.Issuer, Scopes: scopes, Claims: textClaims(tok)}
 	for _, need := range j.cfg.RequiredScopes {
 		if !p.HasScope(need) {
 			// RFC 6750: the scope attribute lists the scopes "necessary
@@ -335,4 +337,34 @@ func jwtReason(err error) string {
 		return "invalid claims"
 	}
 	return "invalid token"
+}
+
+// textClaims returns the string and number claims of a token already
+// verified, as text: the payload is decoded once more rather than asking
+// golang-jwt for a map, so the typed claims above stay the checked ones.
+func textClaims(tok string) map[string]string {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return nil
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return nil
+	}
+	var all map[string]any
+	d := json.NewDecoder(bytes.NewReader(payload))
+	d.UseNumber()
+	if d.Decode(&all) != nil {
+		return nil
+	}
+	out := make(map[string]string, len(all))
+	for k, v := range all {
+		switch v := v.(type) {
+		case string:
+			out[k] = v
+		case json.Number:
+			out[k] = v.String()
+		}
+	}
+	return out
 }

@@ -87,5 +87,5 @@ func (s *StaticTokens) Verify(r *http.Request) (Principal, error) {
 	if found < 0 {
 		return Principal{}, invalidToken("the token matches no configured token")
 	}
-	return Principal{Method: MethodToken, Name: s.names[found]}, nil
+	return Principal{Method: MethodToken, Name: s.names[found], Claims: map[string]string{"sub": s.names[found]}}, nil
 }

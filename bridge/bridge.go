@@ -37,6 +37,9 @@ const (
 const (
 	ModePerSession = "per-session" // a child per session (the default)
 	ModeShared     = "shared"      // one child for every session, multiplexed
+	// ModePerIdentity: a child per owner (principal), shared by that
+	// owner's sessions and stopped when the last of them ends.
+	ModePerIdentity = "per-identity"
 )
 
 // Config configures a Bridge. Every field but Command has a working zero
@@ -108,6 +111,8 @@ type Bridge struct {
 	sessions map[string]*Session
 	closing  bool
 	shared   *upstream // the shared child, in ModeShared
+	// identities are the owners' children, in ModePerIdentity.
+	identities map[string]*upstream
 
 	children     atomic.Int64   // child processes alive
 	pool         chan *upstream // started children waiting for a session
@@ -139,9 +144,9 @@ func New(cfg Config) (*Bridge, error) {
 	switch cfg.Mode {
 	case "":
 		cfg.Mode = ModePerSession
-	case ModePerSession, ModeShared:
+	case ModePerSession, ModeShared, ModePerIdentity:
 	default:
-		return nil, fmt.Errorf("bridge: mode %q: want %s or %s", cfg.Mode, ModePerSession, ModeShared)
+		return nil, fmt.Errorf("bridge: mode %q: want %s, %s or %s", cfg.Mode, ModePerSession, ModeShared, ModePerIdentity)
 	}
 	if cfg.Prespawn < 0 {
 		cfg.Prespawn = 0
@@ -159,11 +164,12 @@ func New(cfg Config) (*Bridge, error) {
 		cfg.Now = time.Now
 	}
 	b := &Bridge{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		sessions: make(map[string]*Session),
-		stopJan:  make(chan struct{}),
-		janDone:  make(chan struct{}),
+		cfg:        cfg,
+		log:        cfg.Logger,
+		sessions:   make(map[string]*Session),
+		identities: make(map[string]*upstream),
+		stopJan:    make(chan struct{}),
+		janDone:    make(chan struct{}),
 	}
 	b.spawnSem = make(chan struct{}, spawnConcurrency)
 	b.pool = make(chan *upstream, cfg.Prespawn)
@@ -188,6 +194,14 @@ func (b *Bridge) Stats() *Stats { return &b.stats }
 // the same owner finds it. The returned Stream carries the
 // InitializeResult; jsonOnly as in Session.Send.
 func (b *Bridge) Initialize(owner string, msg Message, jsonOnly bool) (*Session, *Stream, error) {
+	return b.InitializeAs(owner, nil, msg, jsonOnly)
+}
+
+// InitializeAs is Initialize for an owner whose child gets env added to
+// its environment ("K=V"; from the owner's allow-listed claims). In
+// per-identity mode the owner's child is started with it; in per-session
+// mode each of the owner's children is.
+func (b *Bridge) InitializeAs(owner string, env []string, msg Message, jsonOnly bool) (*Session, *Stream, error) {
 	if msg.Kind != Request || msg.Method != MethodInitialize {
 		return nil, nil, invalid(CodeInvalidRequest, "Invalid Request: a session starts with an initialize request", msg.ID())
 	}
@@ -214,16 +228,28 @@ func (b *Bridge) Initialize(owner string, msg Message, jsonOnly bool) (*Session,
 		b.mu.Unlock()
 	}
 
-	if b.cfg.Mode == ModeShared {
-		st, err := b.joinShared(s, msg, jsonOnly)
+	if b.cfg.Mode != ModePerSession {
+		var u *upstream
+		var err *Error
+		if b.cfg.Mode == ModeShared {
+			u, err = b.sharedUpstream()
+		} else {
+			u, err = b.identityUpstream(owner, env)
+		}
 		if err != nil {
 			release()
+			err.ID = msg.ID()
 			return nil, nil, err
+		}
+		st, jerr := b.joinShared(s, u, msg, jsonOnly)
+		if jerr != nil {
+			release()
+			return nil, nil, jerr
 		}
 		b.stats.SessionsCreated.Add(1)
 		return s, st, nil
 	}
-	if err := b.attachChild(s); err != nil {
+	if err := b.attachChild(s, env); err != nil {
 		release()
 		err.ID = msg.ID()
 		return nil, nil, err
@@ -239,8 +265,9 @@ func (b *Bridge) Initialize(owner string, msg Message, jsonOnly bool) (*Session,
 
 // attachChild gives s a child of its own: a waiting one from the pool if
 // there is one, else a new one, within MaxChildren and the spawn queue.
-func (b *Bridge) attachChild(s *Session) *Error {
-	for {
+func (b *Bridge) attachChild(s *Session, env []string) *Error {
+	for len(env) == 0 { // a waiting child has no owner's variables
+
 		var u *upstream
 		select {
 		case u = <-b.pool:
@@ -276,6 +303,7 @@ func (b *Bridge) attachChild(s *Session) *Error {
 	b.spawnWaiting.Add(-1)
 	defer func() { <-b.spawnSem }()
 	u := newUpstream(b, false)
+	u.env = env
 	u.logp.Store(s.log)
 	s.up = u
 	u.sessions[s] = true
@@ -317,17 +345,12 @@ func (b *Bridge) refill() {
 // first session's initialize goes to the child; later sessions are
 // answered from its InitializeResult, with their own protocol version
 // where the child's allows it.
-func (b *Bridge) joinShared(s *Session, msg Message, jsonOnly bool) (*Stream, error) {
-	u, err := b.sharedUpstream()
-	if err != nil {
-		err.(*Error).ID = msg.ID()
-		return nil, err
-	}
+func (b *Bridge) joinShared(s *Session, u *upstream, msg Message, jsonOnly bool) (*Stream, error) {
 	s.up = u
 	u.mu.Lock()
-	if u.dead {
+	if u.dead || u.stopping {
 		u.mu.Unlock()
-		return nil, &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the shared MCP server keeps crashing; the bridge stopped restarting it", ID: msg.ID()}
+		return nil, &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the shared MCP server keeps crashing or is stopping; try again shortly", ID: msg.ID()}
 	}
 	u.sessions[s] = true
 	if u.initParams == nil {
@@ -363,7 +386,7 @@ func (b *Bridge) joinShared(s *Session, msg Message, jsonOnly bool) (*Stream, er
 }
 
 // sharedUpstream returns the shared child, starting it on first use.
-func (b *Bridge) sharedUpstream() (*upstream, error) {
+func (b *Bridge) sharedUpstream() (*upstream, *Error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.shared == nil {
@@ -374,6 +397,43 @@ func (b *Bridge) sharedUpstream() (*upstream, error) {
 		b.shared = u
 	}
 	return b.shared, nil
+}
+
+// identityUpstream returns owner's child, starting it (with env) when
+// the owner has none or its last one is stopping.
+func (b *Bridge) identityUpstream(owner string, env []string) (*upstream, *Error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if u := b.identities[owner]; u != nil {
+		u.mu.Lock()
+		ok := !u.stopping && !u.dead
+		u.mu.Unlock()
+		if ok {
+			return u, nil
+		}
+	}
+	u := newUpstream(b, true)
+	u.identity, u.env = owner, env
+	log := b.log.With("principal", owner)
+	u.logp.Store(log)
+	if err := u.start(log); err != nil {
+		return nil, &Error{Kind: KindInternal, Code: CodeInternalError, Message: "could not start the MCP server process", Err: err}
+	}
+	b.identities[owner] = u
+	return u, nil
+}
+
+// retire stops an owner's child once its last session has ended.
+func (b *Bridge) retire(u *upstream) {
+	b.mu.Lock()
+	if b.identities[u.identity] == u {
+		delete(b.identities, u.identity)
+	}
+	b.mu.Unlock()
+	u.logger().Info("the principal's last session ended; stopping its child")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*b.cfg.StopGrace+time.Second)
+	defer cancel()
+	u.stop(ctx)
 }
 
 // statelessParams initialize a shared child for stateless HTTP, where no
@@ -543,11 +603,20 @@ func (b *Bridge) Close(ctx context.Context) error {
 	}
 	wg.Wait()
 	b.mu.Lock()
-	shared := b.shared
-	b.mu.Unlock()
-	if shared != nil {
-		shared.stop(ctx)
+	ups := make([]*upstream, 0, len(b.identities)+1)
+	if b.shared != nil {
+		ups = append(ups, b.shared)
 	}
+	for _, u := range b.identities {
+		ups = append(ups, u)
+	}
+	b.mu.Unlock()
+	var uwg sync.WaitGroup
+	for _, u := range ups {
+		uwg.Add(1)
+		go func() { defer uwg.Done(); u.stop(ctx) }()
+	}
+	uwg.Wait()
 	b.wg.Wait()
 	return ctx.Err()
 }
@@ -596,11 +665,15 @@ func newSessionID() (string, error) {
 
 // ChildOptions are what a child of this bridge is started with; exported
 // for tests and tools that drive the same child directly.
-func (b *Bridge) childOptions(log *slog.Logger) stdio.Options {
+func (b *Bridge) childOptions(log *slog.Logger, env []string) stdio.Options {
+	childEnv := b.cfg.Env
+	if len(env) > 0 {
+		childEnv = stdio.Environ(b.cfg.Env, nil, env)
+	}
 	return stdio.Options{
 		Argv:         b.cfg.Command,
 		Dir:          b.cfg.Dir,
-		Env:          b.cfg.Env,
+		Env:          childEnv,
 		MaxLineBytes: b.cfg.MaxLineBytes,
 		StopGrace:    b.cfg.StopGrace,
 		Logger:       log,

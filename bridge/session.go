@@ -525,7 +525,15 @@ func (s *Session) end() {
 		}
 		child := u.child
 		reason := s.endReason
+		retire := u.identity != "" && len(u.sessions) == 0 && !u.stopping
+		if retire {
+			u.stopping = true // no session joins a child on its way out
+		}
 		u.mu.Unlock()
+		if retire {
+			s.b.wg.Add(1)
+			go func() { defer s.b.wg.Done(); s.b.retire(u) }()
+		}
 		if child != nil && len(lines) > 0 {
 			u.write(child, lines)
 		}

@@ -23,6 +23,10 @@ type upstream struct {
 	b      *Bridge
 	logp   atomic.Pointer[slog.Logger] // changes when a pooled child meets its session
 	shared bool
+	// identity is the owner of a per-identity child ("" otherwise), env
+	// what its owner's claims add to its environment.
+	identity string
+	env      []string
 
 	mu         sync.Mutex
 	child      *stdio.Child // nil while a shared child restarts
@@ -79,7 +83,7 @@ func (u *upstream) logger() *slog.Logger { return u.logp.Load() }
 // start spawns the child. log labels its lines (with the session in
 // per-session mode).
 func (u *upstream) start(log *slog.Logger) error {
-	opts := u.b.childOptions(log)
+	opts := u.b.childOptions(log, u.env)
 	opts.OnMessage = u.fromChild
 	opts.OnOversize = u.oversize
 	child, err := stdio.Start(opts)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -93,7 +94,7 @@ func (h *mcpHandler) post(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		sess, st, err := h.b.Initialize(p.Key(), msgs[0], jsonOnly)
+		sess, st, err := h.b.InitializeAs(p.Key(), claimEnv(h.opts.ClaimEnv, p), msgs[0], jsonOnly)
 		if err != nil {
 			release()
 			return err
@@ -364,4 +365,17 @@ func writeJSON(w http.ResponseWriter, msgs [][]byte, batch bool) {
 func isJSONMediaType(ct string) bool {
 	mt, _, _ := mime.ParseMediaType(ct)
 	return mt == "application/json"
+}
+
+// claimEnv is the environment a principal's child gets from its claims:
+// only the allow-listed ones, and only those the principal has.
+func claimEnv(allow map[string]string, p auth.Principal) []string {
+	var env []string
+	for claim, name := range allow {
+		if v, ok := p.Claims[claim]; ok && !strings.ContainsRune(v, 0) {
+			env = append(env, name+"="+v)
+		}
+	}
+	slices.Sort(env)
+	return env
 }

@@ -65,6 +65,11 @@ type Options struct {
 	// A request whose Origin header is present and not allowed gets 403:
 	// the DNS-rebinding defence MCP requires.
 	AllowedOrigins []string
+	// ClaimEnv maps allow-listed claims of a session's principal to
+	// variables of its child's environment (claim -> variable name), so
+	// one bridge can run each user's server with that user's identity.
+	// Only these claims ever reach a child.
+	ClaimEnv map[string]string
 	// Stateless serves Streamable HTTP without sessions: no
 	// Mcp-Session-Id, every POST stands alone on the shared child, GET and
 	// DELETE answer 405.

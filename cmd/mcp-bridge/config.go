@@ -35,7 +35,8 @@ type Config struct {
 	Port            int           `env:"PORT" envDefault:"8080" flag:"port" help:"TCP port (0 picks a free one)"`
 	Path            string        `env:"PATH" envDefault:"/mcp" flag:"path" help:"path of the MCP endpoint"`
 	Command         Argv          `env:"COMMAND" flag:"-" help:"the MCP server's argv as a JSON array (or give it after --); empty serves the built-in demo server"`
-	Mode            string        `env:"MODE" envDefault:"per-session" flag:"mode" help:"per-session: a process per MCP session; shared: one process multiplexed across sessions"`
+	Mode            string        `env:"MODE" envDefault:"per-session" flag:"mode" help:"per-session: a process per MCP session; shared: one process multiplexed across sessions; per-identity: a process per principal, shared by its sessions"`
+	ClaimEnv        []string      `env:"CLAIM_ENV" envSeparator:"," flag:"claim-env" help:"claim=VAR: put the principal's claim into its MCP server's environment as VAR (repeatable; per-session and per-identity modes)"`
 	Prespawn        int           `env:"PRESPAWN" envDefault:"0" flag:"prespawn" help:"per-session mode: processes kept started and waiting, so a new session does not wait for one to start"`
 	MaxChildren     int           `env:"MAX_CHILDREN" envDefault:"0" flag:"max-children" help:"most MCP server processes alive, waiting ones included (0: --max-sessions + --prespawn); over it, 503"`
 	SpawnQueue      int           `env:"SPAWN_QUEUE" envDefault:"64" flag:"spawn-queue" help:"most sessions waiting for a process to start; over it, 503"`
@@ -193,9 +194,21 @@ func (c *Config) validate() error {
 		bad("Path", "must start with / and not be /healthz")
 	}
 	switch c.Mode {
-	case "per-session", "shared":
+	case "per-session", "shared", "per-identity":
 	default:
-		bad("Mode", "want per-session or shared")
+		bad("Mode", "want per-session, shared or per-identity")
+	}
+	for _, ce := range c.ClaimEnv {
+		claim, name, ok := strings.Cut(ce, "=")
+		switch {
+		case !ok || claim == "" || !envName.MatchString(name):
+			bad("ClaimEnv", "%q is not claim=VARIABLE", ce)
+		case strings.HasPrefix(name, envPrefix):
+			bad("ClaimEnv", "%s: variables named %s* are the bridge's own", name, envPrefix)
+		}
+	}
+	if len(c.ClaimEnv) > 0 && (c.Mode == "shared" || c.Stateless) {
+		bad("ClaimEnv", "a shared process serves every principal: use --mode per-identity or per-session")
 	}
 	switch c.ResponseMode {
 	case "auto", "sse", "json":
@@ -478,4 +491,17 @@ func (c *Config) hiddenFromChild() func(string) bool {
 		hide[c.JWTSecretEnv] = true
 	}
 	return func(name string) bool { return strings.HasPrefix(name, envPrefix) || hide[name] }
+}
+
+// claimEnv is --claim-env as a map: claim -> variable name.
+func (c *Config) claimEnv() map[string]string {
+	if len(c.ClaimEnv) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(c.ClaimEnv))
+	for _, ce := range c.ClaimEnv {
+		claim, name, _ := strings.Cut(ce, "=")
+		m[claim] = name
+	}
+	return m
 }

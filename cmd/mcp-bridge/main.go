@@ -118,6 +118,7 @@ func run(ctx context.Context, args, environ []string, stderr io.Writer) int {
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		ResponseMode:   cfg.ResponseMode,
 		Stateless:      cfg.Stateless,
+		ClaimEnv:       cfg.claimEnv(),
 		SSEDelay:       cfg.SSEDelay,
 		KeepAlive:      cfg.KeepAlive,
 		AllowedOrigins: cfg.AllowOrigins,
