@@ -247,6 +247,7 @@ func (b *Bridge) InitializeAs(owner string, env []string, msg Message, jsonOnly 
 			return nil, nil, jerr
 		}
 		b.stats.SessionsCreated.Add(1)
+		b.markReady(s)
 		return s, st, nil
 	}
 	if err := b.attachChild(s, env); err != nil {
@@ -255,6 +256,7 @@ func (b *Bridge) InitializeAs(owner string, env []string, msg Message, jsonOnly 
 		return nil, nil, err
 	}
 	b.stats.SessionsCreated.Add(1)
+	b.markReady(s)
 	st, err := s.send([]Message{msg}, true, jsonOnly)
 	if err != nil {
 		s.Close()
@@ -692,3 +694,10 @@ func (b *Bridge) WaitingChildren() int { return len(b.pool) }
 
 // Children is the number of child processes alive.
 func (b *Bridge) Children() int { return int(b.children.Load()) }
+
+// markReady publishes that s has its child (s.up), for Snapshot.
+func (b *Bridge) markReady(s *Session) {
+	b.mu.Lock()
+	s.ready = true
+	b.mu.Unlock()
+}

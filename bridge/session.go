@@ -34,6 +34,8 @@ type Session struct {
 	closed    bool
 	endReason string // why the session ended, for errors to requests still in flight
 	lastSeen  time.Time
+	created   time.Time
+	ready     bool            // s.up is set; guarded by the bridge's mutex
 	logLevel  int             // shared mode: lowest level it wants (index in logLevels); -1: all
 	subs      map[string]bool // shared mode: resources it subscribed to
 	stateless bool            // one stateless HTTP request's session
@@ -62,6 +64,7 @@ func newSession(b *Bridge, id string) *Session {
 		byClient: make(map[string]int64),
 		posts:    make(map[*Stream]bool),
 		lastSeen: b.cfg.Now(),
+		created:  b.cfg.Now(),
 		logLevel: -1,
 		subs:     make(map[string]bool),
 		done:     make(chan struct{}),

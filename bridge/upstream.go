@@ -44,7 +44,9 @@ type upstream struct {
 	subs       map[string]map[*Session]bool
 	level      string // log level set on the child
 	crashes    []time.Time
-	dead       bool // the crash-loop breaker tripped
+	started    time.Time // when the current child started
+	restarts   int       // times the child was restarted after a crash
+	dead       bool      // the crash-loop breaker tripped
 }
 
 // call is one request in flight on the child.
@@ -94,7 +96,11 @@ func (u *upstream) start(log *slog.Logger) error {
 	u.b.stats.ChildrenSpawned.Add(1)
 	u.b.children.Add(1)
 	u.mu.Lock()
+	if u.child == nil && !u.started.IsZero() {
+		u.restarts++
+	}
 	u.child = child
+	u.started = u.b.cfg.Now()
 	u.mu.Unlock()
 	log.Info("child started", "child_pid", child.Pid(), "command", u.b.cfg.Command[0])
 	u.b.wg.Add(1)
