@@ -87,18 +87,19 @@ type Config struct {
 
 // Stats are counters of events worth watching.
 type Stats struct {
-	SessionsCreated  atomic.Int64
-	SessionsEnded    atomic.Int64
-	QueueDrops       atomic.Int64 // messages dropped because a session's queue was full
-	OversizeLines    atomic.Int64 // child lines over the cap
-	UnroutableDrops  atomic.Int64 // responses the child sent for ids nobody asked
-	ChildrenSpawned  atomic.Int64
-	ChildrenFailed   atomic.Int64 // children that could not be started
-	ChildrenExitedOK atomic.Int64 // stopped by the bridge: Deleted + Idle + Shutdown
-	ChildrenDeleted  atomic.Int64 // stopped because the client deleted the session
-	ChildrenIdle     atomic.Int64 // stopped because the session expired
-	ChildrenShutdown atomic.Int64 // stopped because the bridge shut down
-	ChildrenCrashed  atomic.Int64 // exited before the bridge asked them to
+	SessionsCreated   atomic.Int64
+	SessionsEnded     atomic.Int64
+	QueueDrops        atomic.Int64 // messages dropped because a session's queue was full
+	OversizeLines     atomic.Int64 // child lines over the cap
+	UnroutableDrops   atomic.Int64 // responses the child sent for ids nobody asked
+	ChildrenSpawned   atomic.Int64
+	ChildrenFailed    atomic.Int64 // children that could not be started
+	ChildrenExitedOK  atomic.Int64 // stopped by the bridge: Deleted + Idle + Shutdown
+	ChildrenDeleted   atomic.Int64 // stopped because the client deleted the session
+	ChildrenIdle      atomic.Int64 // stopped because the session expired
+	ChildrenShutdown  atomic.Int64 // stopped because the bridge shut down
+	ChildrenCrashed   atomic.Int64 // exited before the bridge asked them to
+	ChildrenRestarted atomic.Int64 // shared children restarted after a crash
 }
 
 // Bridge holds the live sessions.

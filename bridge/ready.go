@@ -4,6 +4,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // ErrCommandNotFound: the child's executable cannot be found, so no session
@@ -13,6 +14,12 @@ var ErrCommandNotFound = &Error{Kind: KindUnavailable, Code: CodeInternalError, 
 // ErrSharedDown: the shared child kept crashing and the bridge stopped
 // restarting it.
 var ErrSharedDown = &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the shared MCP server keeps crashing; the bridge stopped restarting it"}
+
+// ErrSharedUnresponsive: the shared child did not answer a ping.
+var ErrSharedUnresponsive = &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the shared MCP server does not answer a ping"}
+
+// readyPingTimeout bounds the readiness ping of a shared child.
+const readyPingTimeout = 2 * time.Second
 
 // Ready reports whether Initialize could start a session now, without
 // starting one (a readiness probe must not spawn a process per probe):
@@ -36,6 +43,11 @@ func (b *Bridge) Ready() error {
 		shared.mu.Unlock()
 		if dead {
 			return ErrSharedDown
+		}
+		// "The receiver MUST respond promptly": a shared child that does
+		// not is hung, and every session on it with it.
+		if err := shared.ping(readyPingTimeout); err != nil {
+			return &Error{Kind: ErrSharedUnresponsive.Kind, Code: ErrSharedUnresponsive.Code, Message: ErrSharedUnresponsive.Message, Err: err}
 		}
 	}
 	if err := lookCommand(b.cfg.Command[0], b.cfg.Dir); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -56,6 +57,9 @@ type call struct {
 	token    []byte   // the client's progress token, if any
 	st       *Stream
 	init     bool // an initialize request
+	// answered hears the outcome of a request of the bridge's own that
+	// someone waits for (a readiness ping); capacity 1.
+	answered chan error
 }
 
 // Restart policy of a shared child.
@@ -98,6 +102,7 @@ func (u *upstream) start(log *slog.Logger) error {
 	u.mu.Lock()
 	if u.child == nil && !u.started.IsZero() {
 		u.restarts++
+		u.b.stats.ChildrenRestarted.Add(1)
 	}
 	u.child = child
 	u.started = u.b.cfg.Now()
@@ -287,6 +292,9 @@ func (u *upstream) responseLocked(line []byte, f fields) {
 		u.initializedLocked(c, line, f)
 	}
 	if c.sess == nil {
+		if c.answered != nil {
+			c.answered <- nil
+		}
 		if f.error.ok() {
 			u.logger().Warn("the MCP server refused a request of the bridge's", "error", string(f.error.of(line)))
 		}
@@ -364,6 +372,9 @@ func (u *upstream) watch(child *stdio.Child) {
 	for id, c := range u.calls {
 		delete(u.calls, id)
 		if c.sess == nil {
+			if c.answered != nil {
+				c.answered <- fmt.Errorf("the MCP server exited (%s)", status)
+			}
 			continue
 		}
 		c.sess.doneLocked(c)
@@ -475,6 +486,34 @@ func (u *upstream) restart() {
 	u.mu.Unlock()
 	if child != nil {
 		u.write(child, lines)
+	}
+}
+
+// ping asks the child for a ping answer, as MCP allows at any time, and
+// waits up to timeout: whether the process is alive and reading.
+func (u *upstream) ping(timeout time.Duration) error {
+	u.mu.Lock()
+	child := u.child
+	if child == nil {
+		u.mu.Unlock()
+		return errors.New("the MCP server is restarting")
+	}
+	line := u.ownRequestLocked("ping", nil)
+	id := u.nextID
+	answered := make(chan error, 1)
+	u.calls[id].answered = answered
+	u.mu.Unlock()
+	u.write(child, [][]byte{line})
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case err := <-answered:
+		return err
+	case <-t.C:
+		u.mu.Lock()
+		delete(u.calls, id)
+		u.mu.Unlock()
+		return fmt.Errorf("the MCP server did not answer a ping within %v", timeout)
 	}
 }
 

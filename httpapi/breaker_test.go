@@ -21,6 +21,9 @@ func TestSharedCrashLoop(t *testing.T) {
 	if got := e.b.Stats().ChildrenCrashed.Load(); got < 5 {
 		t.Fatalf("%d crashes before the breaker tripped, want 5", got)
 	}
+	if got := e.b.Stats().ChildrenRestarted.Load(); got != 4 {
+		t.Fatalf("%d restarts, want 4 (the fifth crash trips the breaker)", got)
+	}
 	resp = e.do(req{body: fmt.Sprintf(initBody, "2025-11-25")})
 	if resp.Header.Get("Retry-After") == "" {
 		t.Error("503 without Retry-After")

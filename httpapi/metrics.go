@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +28,7 @@ type metrics struct {
 
 	byMethod map[string]*methodMetrics // known MCP methods, "response" and "other"
 	http     *prometheus.CounterVec    // {method, code}
+	authFail *prometheus.CounterVec    // {reason}
 	received prometheus.Counter
 	sent     prometheus.Counter
 }
@@ -99,6 +101,10 @@ func newMetrics(opts Options) *metrics {
 			Name: "mcp_bridge_http_requests_total",
 			Help: "HTTP requests to the MCP endpoint, by HTTP method and status code, counted when they end (a GET stream when it closes).",
 		}, []string{"method", "code"}),
+		authFail: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_bridge_auth_failures_total",
+			Help: "Requests refused by authentication or authorization, by reason: missing_token, invalid_token, invalid_request (e.g. a token in the query string), insufficient_scope.",
+		}, []string{"reason"}),
 		received: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "mcp_bridge_http_received_bytes_total",
 			Help: "Bytes of HTTP request bodies read on the MCP endpoint.",
@@ -117,7 +123,7 @@ func newMetrics(opts Options) *metrics {
 			latency:    latency.WithLabelValues(method),
 		}
 	}
-	reg.MustRegister(requests, latency, m.http, m.received, m.sent)
+	reg.MustRegister(requests, latency, m.http, m.authFail, m.received, m.sent)
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	return m
 }
@@ -327,6 +333,9 @@ func (e *exchange) finish(method string) {
 		method = "other"
 	}
 	e.m.http.WithLabelValues(method, strconv.Itoa(e.status)).Inc()
+	if reason := authFailure(e.status, e.Header().Get("WWW-Authenticate")); reason != "" {
+		e.m.authFail.WithLabelValues(reason).Inc()
+	}
 	if e.body == nil {
 		return
 	}
@@ -382,13 +391,20 @@ var (
 		"Server messages dropped because a session's queue was full while no stream was open.", nil, nil)
 	descOversize = prometheus.NewDesc("mcp_bridge_oversize_lines_total",
 		"Messages from MCP servers over the size limit (--max-message-bytes), skipped.", nil, nil)
+	descChildrenRestarted = prometheus.NewDesc("mcp_bridge_children_restarted_total",
+		"Shared MCP server processes restarted after a crash.", nil, nil)
+	descChildren = prometheus.NewDesc("mcp_bridge_children",
+		"MCP server processes alive, waiting ones included.", nil, nil)
+	descWaiting = prometheus.NewDesc("mcp_bridge_children_waiting",
+		"MCP server processes started and waiting for a session (--prespawn).", nil, nil)
 	descUnroutable = prometheus.NewDesc("mcp_bridge_unroutable_responses_total",
 		"Responses from MCP servers to ids nobody asked, dropped.", nil, nil)
 )
 
 func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSessions, descSessionsCreated, descSessionsEnded,
-		descChildrenSpawned, descChildrenFailed, descChildrenExited, descQueueDrops, descOversize, descUnroutable} {
+		descChildrenSpawned, descChildrenFailed, descChildrenExited, descQueueDrops, descOversize, descUnroutable,
+		descChildrenRestarted, descChildren, descWaiting} {
 		ch <- d
 	}
 }
@@ -410,4 +426,25 @@ func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descQueueDrops, s.QueueDrops.Load())
 	counter(descOversize, s.OversizeLines.Load())
 	counter(descUnroutable, s.UnroutableDrops.Load())
+	counter(descChildrenRestarted, s.ChildrenRestarted.Load())
+	ch <- prometheus.MustNewConstMetric(descChildren, prometheus.GaugeValue, float64(c.b.Children()))
+	ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(c.b.WaitingChildren()))
+}
+
+// authFailure names why a request was refused by auth, from its status
+// and the Bearer challenge (RFC 6750 section 3); "" for any other answer.
+func authFailure(status int, challenge string) string {
+	if (status != http.StatusUnauthorized && status != http.StatusForbidden && status != http.StatusBadRequest) ||
+		!strings.HasPrefix(challenge, "Bearer") {
+		return ""
+	}
+	for _, reason := range []string{"invalid_token", "insufficient_scope", "invalid_request"} {
+		if strings.Contains(challenge, `error="`+reason+`"`) {
+			return reason
+		}
+	}
+	if status == http.StatusUnauthorized {
+		return "missing_token"
+	}
+	return ""
 }

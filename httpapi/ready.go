@@ -54,6 +54,8 @@ func notReadyReason(err error) string {
 		return "command_not_found"
 	case errors.Is(err, bridge.ErrSharedDown):
 		return "server_down"
+	case errors.Is(err, bridge.ErrSharedUnresponsive):
+		return "server_unresponsive"
 	default:
 		return "unavailable"
 	}
