@@ -88,28 +88,35 @@ func (u *upstream) logger() *slog.Logger { return u.logp.Load() }
 
 // start spawns the child. log labels its lines (with the session in
 // per-session mode).
-func (u *upstream) start(log *slog.Logger) error {
+func (u *upstream) start(log *slog.Logger) error { return u.startWith(log, nil) }
+
+// startWith starts a child and, before any session can write to it, runs
+// prepare (the re-initialization of a restarted shared child): requests
+// reach a child only after what it must hear first.
+func (u *upstream) startWith(log *slog.Logger, prepare func(*stdio.Child) error) error {
 	opts := u.b.childOptions(log, u.env)
 	opts.OnMessage = u.fromChild
 	opts.OnOversize = u.oversize
 	child, err := stdio.Start(opts)
 	if err != nil {
 		u.b.stats.ChildrenFailed.Add(1)
-		return err
+		return fmt.Errorf("%w: %w", errNotStarted, err)
 	}
 	u.b.stats.ChildrenSpawned.Add(1)
 	u.b.children.Add(1)
-	u.mu.Lock()
-	if u.child == nil && !u.started.IsZero() {
-		u.restarts++
-		u.b.stats.ChildrenRestarted.Add(1)
+	u.b.wg.Add(1)
+	go func() { defer u.b.wg.Done(); u.watch(child) }()
+	if prepare != nil {
+		if err := prepare(child); err != nil {
+			child.Kill() // watch sees it go, and the restart policy applies
+			return err
+		}
 	}
+	u.mu.Lock()
 	u.child = child
 	u.started = u.b.cfg.Now()
 	u.mu.Unlock()
 	log.Info("child started", "child_pid", child.Pid(), "command", u.b.cfg.Command[0])
-	u.b.wg.Add(1)
-	go func() { defer u.b.wg.Done(); u.watch(child) }()
 	return nil
 }
 
@@ -323,13 +330,19 @@ func (u *upstream) initializedLocked(c *call, line []byte, f fields) {
 		if f.result.ok() {
 			u.initResult = bytes.Clone(f.result.of(line))
 		}
-		close(u.initWait)
 		if c.sess == nil && u.initResult != nil && !u.initSent {
-			// The bridge initialized the child itself (stateless HTTP).
+			// The bridge initialized the child itself (stateless HTTP):
+			// initialized goes out before anyone waiting may send.
 			u.initSent = true
-			if child := u.child; child != nil {
-				go u.write(child, [][]byte{[]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)})
-			}
+			child, wait := u.child, u.initWait
+			go func() {
+				if child != nil {
+					u.write(child, [][]byte{[]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)})
+				}
+				close(wait)
+			}()
+		} else {
+			close(u.initWait)
 		}
 	}
 }
@@ -460,21 +473,57 @@ func (u *upstream) restart() {
 		u.endAll()
 		return
 	}
-	if err := u.start(u.logger()); err != nil {
+	u.mu.Lock()
+	u.restarts++
+	u.mu.Unlock()
+	u.b.stats.ChildrenRestarted.Add(1)
+	err := u.startWith(u.logger(), u.reinitialize)
+	switch {
+	case err == nil:
+	case errors.Is(err, errNotStarted):
 		u.logger().Error("cannot restart the shared MCP server", "err", err)
 		u.mu.Lock()
 		u.dead = true
 		u.mu.Unlock()
 		u.endAll()
-		return
+	default:
+		u.logger().Warn("the restarted MCP server failed to re-initialize", "err", err)
+	}
+}
+
+// errNotStarted wraps a failure to start the process at all.
+var errNotStarted = errors.New("the MCP server process did not start")
+
+// reinitialize replays to a restarted shared child what the sessions on
+// it rely on: initialize with the first session's parameters (waiting for
+// its answer), initialized, the subscriptions and the log level.
+func (u *upstream) reinitialize(child *stdio.Child) error {
+	u.mu.Lock()
+	if u.initParams == nil {
+		u.mu.Unlock()
+		return nil
+	}
+	line := u.ownRequestLocked(MethodInitialize, u.initParams)
+	answered := make(chan error, 1)
+	u.calls[u.nextID].answered = answered
+	u.mu.Unlock()
+	if err := child.Write(line); err != nil {
+		return err
+	}
+	t := time.NewTimer(reinitTimeout)
+	defer t.Stop()
+	select {
+	case err := <-answered:
+		if err != nil {
+			return err
+		}
+	case <-t.C:
+		return fmt.Errorf("no answer to initialize within %v", reinitTimeout)
+	case <-u.b.stopJan:
+		return ErrClosing
 	}
 	u.mu.Lock()
-	child := u.child
-	var lines [][]byte
-	if u.initParams != nil {
-		lines = append(lines, u.ownRequestLocked("initialize", u.initParams))
-		lines = append(lines, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
-	}
+	lines := [][]byte{[]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)}
 	for uri := range u.subs {
 		p, _ := json.Marshal(map[string]string{"uri": uri})
 		lines = append(lines, u.ownRequestLocked("resources/subscribe", p))
@@ -484,10 +533,16 @@ func (u *upstream) restart() {
 		lines = append(lines, u.ownRequestLocked("logging/setLevel", p))
 	}
 	u.mu.Unlock()
-	if child != nil {
-		u.write(child, lines)
+	for _, l := range lines {
+		if err := child.Write(l); err != nil {
+			return err
+		}
 	}
+	return nil
 }
+
+// reinitTimeout bounds a restarted child's answer to initialize.
+const reinitTimeout = 30 * time.Second
 
 // ping asks the child for a ping answer, as MCP allows at any time, and
 // waits up to timeout: whether the process is alive and reading.

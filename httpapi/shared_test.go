@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func sharedEnv(t *testing.T) *env {
@@ -374,3 +376,242 @@ func TestSharedSubscriptions(t *testing.T) {
 		t.Fatalf("the last subscriber left but the child was not unsubscribed: %s", got)
 	}
 }
+
+// TestSharedRestartResubscribes: the child that replaces a crashed shared
+// one is initialized with the first session's parameters and asked again
+// for the subscriptions sessions hold, so an update of a subscribed
+// resource still reaches the subscriber's GET stream, and only it.
+func TestSharedRestartResubscribes(t *testing.T) {
+	e := sharedEnv(t)
+	a := e.initialize("2025-11-25") // subscribes
+	b := e.initialize("2025-11-25") // does not
+	msgs := readMessages(t, e.do(req{sid: a, body: `{"jsonrpc":"2.0","id":"s","method":"resources/subscribe","params":{"uri":"test://x"}}`}))
+	if len(msgs) != 1 || msgs[0]["result"] == nil {
+		t.Fatalf("subscribe: %v", msgs)
+	}
+	// The GET streams are opened before the crash: they outlive the child.
+	getA := e.do(req{method: "GET", sid: a})
+	defer getA.Body.Close()
+	getB := e.do(req{method: "GET", sid: b})
+	defer getB.Body.Close()
+
+	sa, _ := e.b.Session(a, "")
+	old := sa.ChildPid()
+	if _, msgs := e.call(b, 1, "crash", map[string]any{"code": 9}); msgs[0]["error"] == nil {
+		t.Fatalf("crash: %v", msgs)
+	}
+	waitFor(t, func() bool { pid := sa.ChildPid(); return pid != 0 && pid != old })
+	// The new child's state as it now is; see waitRestarted for why this
+	// waits for it.
+	if got := waitRestarted(t, e, b); got != `["resources/subscribe {\"uri\":\"test://x\"}"]` {
+		t.Fatalf("the restarted child saw %s, want the one subscription again", got)
+	}
+	var lifecycle []string
+	_, msgs = e.call(b, "l", "lifecycle", nil)
+	if err := json.Unmarshal([]byte(text(msgs[len(msgs)-1])), &lifecycle); err != nil {
+		t.Fatalf("lifecycle: %v", msgs)
+	}
+	firstParams := strings.TrimSuffix(strings.TrimPrefix(fmt.Sprintf(initBody, "2025-11-25"), `{"jsonrpc":"2.0","id":1,"method":"initialize","params":`), "}")
+	if want := []string{"initialize " + firstParams, "notifications/initialized"}; !slices.Equal(lifecycle, want) {
+		t.Fatalf("the restarted child saw %q, want %q", lifecycle, want)
+	}
+
+	body := `{"jsonrpc":"2.0","id":"u","method":"tools/call","params":{"name":"notify","arguments":{"method":"notifications/resources/updated","params":{"uri":"test://x"}}}}`
+	readMessages(t, e.do(req{sid: b, body: body, accept: "application/json"}))
+	e.notifyFromChild(b, 2, "notifications/tools/list_changed") // marks the end of what each stream gets
+	for name, tc := range map[string]struct {
+		get  *http.Response
+		want []string
+	}{
+		"subscriber": {getA, []string{"notifications/resources/updated", "notifications/tools/list_changed"}},
+		"other":      {getB, []string{"notifications/tools/list_changed"}},
+	} {
+		sr := newSSEReader(tc.get.Body)
+		for _, w := range tc.want {
+			ev, ok := sr.next()
+			if !ok {
+				t.Fatalf("%s: GET stream ended, want %s", name, w)
+			}
+			if m := decode(t, ev.data); m["method"] != w {
+				t.Fatalf("%s got %v, want %s", name, m, w)
+			}
+		}
+	}
+}
+
+// waitRestarted returns the restarted shared child's state_calls once the
+// child has recorded any. The bridge publishes the new child before it
+// writes the re-initialize and re-subscribe lines, so a call sent at once
+// may overtake them; polling (with a hard deadline) waits for the
+// condition instead.
+func waitRestarted(t *testing.T, e *env, sid string) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for n := 0; ; n++ {
+		_, msgs := e.call(sid, fmt.Sprintf("state-%d", n), "state_calls", nil)
+		if got := text(msgs[len(msgs)-1]); got != "null" {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the restarted child never saw a state call")
+		}
+	}
+}
+
+// TestSharedCancel: two sessions have a call in flight under the same
+// client id; one cancels it. The child is told to cancel exactly one
+// request, the canceller's stream ends without a response, and the other
+// session's call goes on to its response.
+func TestSharedCancel(t *testing.T) {
+	e := sharedEnv(t)
+	a := e.initialize("2025-11-25")
+	b := e.initialize("2025-11-25")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // bounds the reads below
+	defer cancel()
+	// a's call would take a minute, and is in flight once its response
+	// has begun; b's reports progress every 100 ms for 2 s, so its first
+	// progress shows it in flight on the child too.
+	slowA := e.doCtx(ctx, req{sid: a, accept: "text/event-stream", body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{"ms":60000,"steps":1}}}`})
+	defer slowA.Body.Close()
+	slowB := e.doCtx(ctx, req{sid: b, accept: "text/event-stream", body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{"ms":2000,"steps":20},"_meta":{"progressToken":"b"}}}`})
+	defer slowB.Body.Close()
+	srB := newSSEReader(slowB.Body)
+	ev, ok := srB.next()
+	if !ok {
+		t.Fatal("b's stream ended at once")
+	}
+	if m := decode(t, ev.data); m["method"] != "notifications/progress" {
+		t.Fatalf("b's first event: %v", m)
+	}
+
+	checkStatus(t, e.do(req{sid: a, body: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"test"}}`}), 202, 0)
+	for _, m := range readMessages(t, slowA) {
+		// Log messages of b's call may pass here: with two calls in
+		// flight they go to every session. A response may not.
+		if m["method"] == nil {
+			t.Errorf("the cancelled call was answered: %v", m)
+		}
+	}
+	if ctx.Err() != nil {
+		t.Fatal("a's stream did not end after the cancel")
+	}
+	// The child reads its stdin in order: the cancel is in by now.
+	_, msgs := e.call(a, "c", "cancels", nil)
+	var cancelled []json.RawMessage
+	if err := json.Unmarshal([]byte(text(msgs[len(msgs)-1])), &cancelled); err != nil || len(cancelled) != 1 {
+		t.Fatalf("the child was told to cancel %s, want one request", text(msgs[len(msgs)-1]))
+	}
+
+	// Had the cancel named b's call on the child, b would get no answer.
+	var last map[string]any
+	for {
+		ev, ok := srB.next()
+		if !ok {
+			break
+		}
+		last = decode(t, ev.data)
+	}
+	if ctx.Err() != nil || last == nil || last["id"] != json.Number("7") || text(last) != "slow done" {
+		t.Fatalf("b's call ended with %v (context: %v), want its response", last, ctx.Err())
+	}
+}
+
+// TestMaxChildren: without a warm pool, --max-children caps the sessions'
+// children; over it initialize gets 503 with Retry-After, and a DELETE
+// frees a place at once (it returns once the child is reaped).
+func TestMaxChildren(t *testing.T) {
+	e := newEnv(t, envOpts{bridge: bridge.Config{MaxChildren: 2}})
+	first := e.initialize("2025-11-25")
+	e.initialize("2025-11-25")
+	resp := e.do(req{body: fmt.Sprintf(initBody, "2025-11-25")})
+	if resp.Header.Get("Retry-After") == "" {
+		t.Error("503 without Retry-After")
+	}
+	checkStatus(t, resp, 503, bridge.CodeInternalError)
+	if n := e.b.Children(); n != 2 {
+		t.Fatalf("%d children, want the cap of 2", n)
+	}
+	checkStatus(t, e.do(req{method: "DELETE", sid: first}), 200, 0)
+	sid := e.initialize("2025-11-25")
+	if _, msgs := e.call(sid, 1, "echo", map[string]any{"message": "in"}); text(msgs[len(msgs)-1]) != "in" {
+		t.Fatalf("the session after the DELETE: %v", msgs)
+	}
+}
+
+// TestStatelessGoSDK: the official Go SDK client works against a stateless
+// bridge. It gets no Mcp-Session-Id, so it sends none; its GET stream is
+// refused with 405, which the SDK takes as "no such stream"; its Close
+// sends no DELETE, as there is no session to end. An unpinned client first
+// probes with server/discover and falls back to initialize.
+func TestStatelessGoSDK(t *testing.T) {
+	e := newEnv(t, envOpts{http: httpapi.Options{Stateless: true}})
+	for _, tc := range []struct {
+		name string
+		opts *mcp.ClientSessionOptions
+		want string
+	}{
+		{"2025-11-25", &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}, "2025-11-25"},
+		{"2025-06-18", &mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"}, "2025-06-18"},
+		{"unpinned", nil, "2025-11-25"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			var methods []string // of the HTTP requests the client sent
+			var mu sync.Mutex
+			hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				mu.Lock()
+				methods = append(methods, r.Method)
+				mu.Unlock()
+				return e.client.Transport.RoundTrip(r)
+			})}
+			client := mcp.NewClient(&mcp.Implementation{Name: "stateless-test", Version: "1"}, nil)
+			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.url, HTTPClient: hc}, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			if got := cs.InitializeResult().ProtocolVersion; got != tc.want {
+				t.Errorf("negotiated %s, want %s", got, tc.want)
+			}
+			if id := cs.ID(); id != "" {
+				t.Errorf("session id %q, want none", id)
+			}
+			var tools []string
+			for tool, err := range cs.Tools(ctx, nil) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				tools = append(tools, tool.Name)
+			}
+			if !slices.Contains(tools, "echo") {
+				t.Errorf("tools %q lack echo", tools)
+			}
+			for i := range 3 {
+				msg := fmt.Sprintf("%s stateless %d", tc.name, i)
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": msg}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != msg || res.IsError {
+					t.Errorf("echo %q answered %v", msg, res.Content[0])
+				}
+			}
+			if err := cs.Close(); err != nil {
+				t.Errorf("close: %v", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if slices.Contains(methods, http.MethodDelete) {
+				t.Errorf("the client sent %v: a DELETE without a session", methods)
+			}
+		})
+	}
+	if n := e.b.Len(); n != 0 {
+		t.Errorf("%d sessions registered", n)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

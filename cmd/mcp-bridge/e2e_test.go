@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -412,6 +416,104 @@ func testTypeScriptSDKClient(t *testing.T, mode string) {
 	if want := "LLM response: sampled:hi"; res.Sample != want {
 		t.Errorf("sample = %q, want %q", res.Sample, want)
 	}
+}
+
+// TestTypeScriptSDKClientsShared runs real TypeScript SDK clients at once
+// against one shared child: 2, then 10. Every client numbers its requests
+// alike (the SDK counts from 0) and uses a request's id as its progress
+// token, so ids and tokens collide on purpose; each client echoes a message
+// of its own, which must come back to it exactly. Sampling is skipped: with
+// several sessions' requests in flight the bridge refuses a server's
+// request as ambiguous, by design (TestSharedSampling).
+func TestTypeScriptSDKClientsShared(t *testing.T) {
+	ts := testpeers.NewTSClient(t)
+	p := startBridge(t, nil, "--mode", "shared")
+	ctx, cancel := context.WithTimeout(t.Context(), e2eTimeout)
+	defer cancel()
+	var shared []int // the bridge's children: the shared one, the same every round
+	for _, clients := range []int{2, 10} {
+		t.Run(fmt.Sprintf("%d clients", clients), func(t *testing.T) {
+			results := make([]testpeers.TSResult, clients)
+			errs := make([]error, clients)
+			var wg sync.WaitGroup
+			for i := range clients {
+				wg.Go(func() {
+					results[i], errs[i] = ts.Run(ctx, "streamable", p.URL, []string{
+						"TSCLIENT_SKIP=sample",
+						fmt.Sprintf("TSCLIENT_MESSAGE=hello from ts client %d of %d", i, clients),
+					})
+				})
+			}
+			wg.Wait()
+			var sids []string
+			for i, res := range results {
+				if errs[i] != nil {
+					t.Errorf("client %d: %v", i, errs[i])
+					continue
+				}
+				if len(res.Errors) > 0 {
+					t.Errorf("client %d errors: %q", i, res.Errors)
+				}
+				if res.ProtocolVersion != "2025-11-25" {
+					t.Errorf("client %d negotiated %q, want 2025-11-25", i, res.ProtocolVersion)
+				}
+				if want := fmt.Sprintf("hello from ts client %d of %d", i, clients); res.Echo != want {
+					t.Errorf("client %d: echo = %q, want %q", i, res.Echo, want)
+				}
+				if res.Sample != "" {
+					t.Errorf("client %d called sample although told to skip it: %q", i, res.Sample)
+				}
+				// The demo's slow reports 0..3 of 3; the client may miss
+				// the last (typescript-sdk#2580). Another client's,
+				// under the same token, would break the order or the count.
+				if len(res.Progress) == 0 || len(res.Progress) > 4 || !slices.IsSorted(res.Progress) ||
+					len(slices.Compact(slices.Clone(res.Progress))) != len(res.Progress) || res.Progress[len(res.Progress)-1] > 3 {
+					t.Errorf("client %d: progress %v, want some of 0, 1, 2, 3 in order", i, res.Progress)
+				}
+				for _, w := range res.Warnings {
+					t.Logf("client %d warning: %s", i, w)
+				}
+				sids = append(sids, res.SessionID)
+			}
+			slices.Sort(sids)
+			if len(slices.Compact(sids)) != clients || sids[0] == "" {
+				t.Errorf("session ids %q: want %d distinct", sids, clients)
+			}
+			children := childrenOf(t, p.cmd.Process.Pid)
+			if len(children) != 1 || (shared != nil && !slices.Equal(children, shared)) {
+				t.Errorf("the bridge runs children %v (before: %v); want one shared child, the same throughout", children, shared)
+			}
+			shared = children
+		})
+	}
+}
+
+// childrenOf lists the child processes of pid, sorted.
+func childrenOf(t *testing.T, pid int) []int {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the thread ended meanwhile
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range strings.Fields(string(b)) {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatalf("/proc/%d/task/%s/children: %v", pid, task.Name(), err)
+			}
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // checkTSResult checks what tsclient.mjs saw: the echo, the tools it

@@ -171,23 +171,56 @@ const tsClientTimeout = 60 * time.Second
 // the script's stderr, if the script exits non-zero.
 func RunTSClient(t testing.TB, mode, url string) TSResult {
 	t.Helper()
-	script := filepath.Join(filepath.Dir(NodeModules(t)), "tsclient.mjs")
-	ctx, cancel := context.WithTimeout(context.Background(), tsClientTimeout)
+	return RunTSClientEnv(t, mode, url, nil)
+}
+
+// RunTSClientEnv is RunTSClient with env (such as "TSCLIENT_SKIP=sample")
+// added to the script's environment.
+func RunTSClientEnv(t testing.TB, mode, url string, env []string) TSResult {
+	t.Helper()
+	res, err := NewTSClient(t).Run(context.Background(), mode, url, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TSClient is tsclient.mjs with the node that runs it. Unlike RunTSClient,
+// its Run reports failure as an error, so tests may run many clients at
+// once from goroutines of their own.
+type TSClient struct {
+	node, script string
+}
+
+// NewTSClient finds node and the script, skipping the test without them.
+func NewTSClient(t testing.TB) TSClient {
+	t.Helper()
+	return TSClient{node: Node(t), script: filepath.Join(filepath.Dir(NodeModules(t)), "tsclient.mjs")}
+}
+
+// Run runs the script in mode against url, with env added to the
+// environment, and returns what it saw; an error, with the script's stderr,
+// if it exits non-zero.
+func (c TSClient) Run(ctx context.Context, mode, url string, env []string) (TSResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, tsClientTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, Node(t), script, mode, url)
+	cmd := exec.CommandContext(ctx, c.node, c.script, mode, url)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// Without WaitDelay, a grandchild holding the pipes would keep Wait
 	// blocked after the context killed node.
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("tsclient %s %s: %v\nstderr:\n%s\nstdout:\n%s", mode, url, err, stderr.Bytes(), stdout.Bytes())
+		return TSResult{}, fmt.Errorf("tsclient %s %s %q: %w\nstderr:\n%s\nstdout:\n%s", mode, url, env, err, stderr.Bytes(), stdout.Bytes())
 	}
 	res, err := parseTSResult(stdout.Bytes())
 	if err != nil {
-		t.Fatalf("tsclient %s %s: %v\nstderr:\n%s", mode, url, err, stderr.Bytes())
+		return TSResult{}, fmt.Errorf("tsclient %s %s %q: %w\nstderr:\n%s", mode, url, env, err, stderr.Bytes())
 	}
-	return res
+	return res, nil
 }
 
 // parseTSResult takes the last non-empty line, so stray output from the SDK

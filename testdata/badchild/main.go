@@ -26,6 +26,8 @@
 //	pid {}                     answers os.Getpid()
 //	cancels {}                 answers a JSON array of the requestIds seen in notifications/cancelled
 //	state_calls {}             answers the setLevel/subscribe/unsubscribe requests received, as a JSON array
+//	lifecycle {}               answers the initialize requests (with their params) and
+//	                           notifications/initialized received, in order, as a JSON array
 //
 // Flags: -ignore-term, -ignore-eof, -banner, -exit-after-init, -stderr-at-start N.
 // Run as "badchild grandchild" it blocks until killed; that is what fork starts.
@@ -72,6 +74,8 @@ type server struct {
 	cancels  []json.RawMessage
 	// stateCalls: setLevel, subscribe and unsubscribe requests, in order.
 	stateCalls []string
+	// lifecycle: initialize requests and initialized notifications, in order.
+	lifecycle []string
 
 	nextID    atomic.Int64
 	stdinDone chan struct{} // closed at stdin EOF: nobody will answer us any more
@@ -148,6 +152,9 @@ func (s *server) handle(line []byte, exitAfterInit bool) {
 	case len(m.ID) == 0:
 		s.handleNotification(m)
 	case m.Method == "initialize":
+		s.stateMu.Lock()
+		s.lifecycle = append(s.lifecycle, m.Method+" "+string(m.Params))
+		s.stateMu.Unlock()
 		s.initialize(m)
 		if exitAfterInit {
 			os.Exit(3)
@@ -195,8 +202,14 @@ func (s *server) initialize(m message) {
 }
 
 func (s *server) handleNotification(m message) {
+	if m.Method == "notifications/initialized" {
+		s.stateMu.Lock()
+		s.lifecycle = append(s.lifecycle, m.Method)
+		s.stateMu.Unlock()
+		return
+	}
 	if m.Method != "notifications/cancelled" {
-		return // notifications/initialized and the rest need nothing from us
+		return // the rest need nothing from us
 	}
 	var p struct {
 		RequestID json.RawMessage `json:"requestId"`
@@ -302,6 +315,11 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 	case "state_calls":
 		s.stateMu.Lock()
 		b, _ := json.Marshal(s.stateCalls)
+		s.stateMu.Unlock()
+		s.respond(m.ID, textResult(string(b)), false)
+	case "lifecycle":
+		s.stateMu.Lock()
+		b, _ := json.Marshal(s.lifecycle)
 		s.stateMu.Unlock()
 		s.respond(m.ID, textResult(string(b)), false)
 	case "cancels":
@@ -494,6 +512,7 @@ func toolList() []any {
 		{"pid", "Answers the child's pid.", obj()},
 		{"cancels", "Answers the requestIds seen in notifications/cancelled.", obj()},
 		{"state_calls", "Answers the logging/setLevel and resources/(un)subscribe requests received, in order.", obj()},
+		{"lifecycle", "Answers the initialize requests and initialized notifications received, in order.", obj()},
 	}
 	out := make([]any, 0, len(tools))
 	for _, t := range tools {

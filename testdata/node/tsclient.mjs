@@ -22,6 +22,15 @@
 // 0 if errors is empty, 1 otherwise (with the errors on stderr too).
 // Everything is bounded by TSCLIENT_TIMEOUT_MS (default 30000).
 //
+// Environment, for tests that run several clients at once:
+//
+//   TSCLIENT_MESSAGE  the echo message (default "hello from ts"); give each
+//                     client its own to see that every answer is its own
+//   TSCLIENT_SKIP     tool names not to call, comma-separated, e.g. "sample":
+//                     on a shared child with several sessions' requests in
+//                     flight, the bridge refuses a sampling request as
+//                     ambiguous, by design
+//
 // Works on Node 20 (the machine `node`) and on the Node 22 under node_modules.
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -40,6 +49,8 @@ if (!["streamable", "sse"].includes(mode) || !url) {
 }
 
 const totalMs = Number(process.env.TSCLIENT_TIMEOUT_MS || 30000);
+const message = process.env.TSCLIENT_MESSAGE || "hello from ts";
+const skip = new Set((process.env.TSCLIENT_SKIP || "").split(",").filter(Boolean));
 // One deadline for the whole run: a hung bridge must fail the test, not stall it.
 const deadline = setTimeout(() => {
   console.error(`tsclient: timed out after ${totalMs} ms`);
@@ -138,7 +149,7 @@ async function main() {
 
   const listed = await step("tools/list", () => client.listTools(undefined, requestOpts));
   out.tools = (listed?.tools ?? []).map((t) => t.name);
-  const has = (name) => out.tools.includes(name);
+  const has = (name) => out.tools.includes(name) && !skip.has(name);
   // Only the arguments a tool's input schema declares: servers may reject
   // the others (the demo server does), and the test servers differ.
   const fit = (name, args) => {
@@ -148,10 +159,10 @@ async function main() {
   };
 
   const echo = await step("echo", () =>
-    client.callTool({ name: "echo", arguments: { message: "hello from ts" } }, undefined, requestOpts),
+    client.callTool({ name: "echo", arguments: { message } }, undefined, requestOpts),
   );
   out.echo = text(echo);
-  if (echo && !out.echo.includes("hello from ts")) {
+  if (echo && !out.echo.includes(message)) {
     out.errors.push(`echo: got ${JSON.stringify(out.echo)}`);
   }
 
