@@ -248,7 +248,10 @@ func (b *Bridge) InitializeAs(owner string, env []string, msg Message, jsonOnly 
 			return nil, nil, jerr
 		}
 		b.stats.SessionsCreated.Add(1)
-		b.markReady(s)
+		if !b.markReady(s) {
+			s.Close()
+			return nil, nil, ErrClosing
+		}
 		return s, st, nil
 	}
 	if err := b.attachChild(s, env); err != nil {
@@ -257,7 +260,10 @@ func (b *Bridge) InitializeAs(owner string, env []string, msg Message, jsonOnly 
 		return nil, nil, err
 	}
 	b.stats.SessionsCreated.Add(1)
-	b.markReady(s)
+	if !b.markReady(s) {
+		s.Close()
+		return nil, nil, ErrClosing
+	}
 	st, err := s.send([]Message{msg}, true, jsonOnly)
 	if err != nil {
 		s.Close()
@@ -535,6 +541,7 @@ func cachedInitialize(id, result []byte, version string) []byte {
 func (b *Bridge) Session(id, owner string) (*Session, error) {
 	b.mu.Lock()
 	s, ok := b.sessions[id]
+	ok = ok && s.ready
 	b.mu.Unlock()
 	if !ok || s.owner != owner || s.isClosed() {
 		return nil, ErrSessionNotFound
@@ -550,6 +557,9 @@ func (b *Bridge) Drain() {
 	b.closing = true
 	var gets []*Stream
 	for _, s := range b.sessions {
+		if !s.ready {
+			continue
+		}
 		s.up.mu.Lock()
 		if s.get != nil {
 			gets = append(gets, s.get)
@@ -596,7 +606,9 @@ func (b *Bridge) Close(ctx context.Context) error {
 	b.closing = true
 	all := make([]*Session, 0, len(b.sessions))
 	for _, s := range b.sessions {
-		all = append(all, s)
+		if s.ready { // one still starting finds b.closing set (markReady)
+			all = append(all, s)
+		}
 	}
 	b.mu.Unlock()
 	var wg sync.WaitGroup
@@ -643,7 +655,7 @@ func (b *Bridge) janitor() {
 			b.mu.Lock()
 			var idle []*Session
 			for _, s := range b.sessions {
-				if s.idleSince(now) >= b.cfg.IdleTimeout {
+				if s.ready && s.idleSince(now) >= b.cfg.IdleTimeout {
 					idle = append(idle, s)
 				}
 			}
@@ -697,8 +709,11 @@ func (b *Bridge) WaitingChildren() int { return len(b.pool) }
 func (b *Bridge) Children() int { return int(b.children.Load()) }
 
 // markReady publishes that s has its child (s.up), for Snapshot.
-func (b *Bridge) markReady(s *Session) {
+// It reports false when the bridge began closing meanwhile (Close did not
+// see the session): the caller must then end it itself.
+func (b *Bridge) markReady(s *Session) bool {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	s.ready = true
-	b.mu.Unlock()
+	return !b.closing
 }

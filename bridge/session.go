@@ -406,32 +406,63 @@ func (s *Session) Resume(lastEventID string) (*Stream, error) {
 	if err != nil {
 		return nil, invalid(CodeInvalidRequest, "Invalid Last-Event-ID: not an event id of this bridge", nil)
 	}
-	s.up.mu.Lock()
-	for i, st := range s.detached {
-		if st.id != n {
-			continue
+	for try := 0; ; try++ {
+		s.up.mu.Lock()
+		for i, st := range s.detached {
+			if st.id != n {
+				continue
+			}
+			s.detached = append(s.detached[:i], s.detached[i+1:]...)
+			st.mu.Lock()
+			st.attached = true
+			st.gone = make(chan struct{})
+			final := st.final
+			st.mu.Unlock()
+			if !final {
+				s.posts[st] = true
+			}
+			s.up.mu.Unlock()
+			st.signal()
+			return st, nil
 		}
-		s.detached = append(s.detached[:i], s.detached[i+1:]...)
-		st.mu.Lock()
-		st.attached = true
-		final := st.final
-		st.mu.Unlock()
-		if !final {
-			s.posts[st] = true
+		// The stream may still be attached to its old connection: a
+		// client reconnects as soon as it sees the connection drop, often
+		// before the server has noticed. Wait for the old handler to let
+		// go, briefly, once.
+		var old *Stream
+		for st := range s.posts {
+			if st.id == n {
+				old = st
+			}
 		}
+		if s.get != nil && s.get.id == n {
+			old = s.get
+		}
+		wasGET := s.get == nil && n <= s.streams && s.lastGET == n
 		s.up.mu.Unlock()
-		st.signal()
-		return st, nil
+		if wasGET {
+			return s.OpenStream()
+		}
+		if old == nil || try > 0 {
+			// Not KindNotFound: a 404 would tell the client its session
+			// is gone, and it is not.
+			return nil, invalid(CodeInvalidRequest, "Last-Event-ID names no stream this session can resume; its events are gone", nil)
+		}
+		old.mu.Lock()
+		gone := old.gone
+		old.mu.Unlock()
+		t := time.NewTimer(resumeWait)
+		select {
+		case <-gone:
+		case <-t.C:
+		}
+		t.Stop()
 	}
-	wasGET := s.get == nil && n <= s.streams && s.lastGET == n
-	s.up.mu.Unlock()
-	if wasGET {
-		return s.OpenStream()
-	}
-	// Not KindNotFound: a 404 would tell the client its session is gone,
-	// and it is not.
-	return nil, invalid(CodeInvalidRequest, "Last-Event-ID names no stream this session can resume; its events are gone", nil)
 }
+
+// resumeWait bounds how long a resume waits for the stream's old
+// connection to be given up.
+const resumeWait = 2 * time.Second
 
 func (s *Session) detach(st *Stream) {
 	s.up.mu.Lock()
@@ -439,6 +470,10 @@ func (s *Session) detach(st *Stream) {
 	s.touchLocked()
 	st.mu.Lock()
 	st.attached = false
+	if st.gone != nil {
+		close(st.gone)
+		st.gone = nil
+	}
 	left := st.msgs
 	final := st.final
 	if st.get {

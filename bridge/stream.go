@@ -28,13 +28,15 @@ type Stream struct {
 	// put here; anything else is routed elsewhere.
 	jsonOnly bool
 	wake     chan struct{} // capacity 1: "something changed"
+	gone     chan struct{} // closed when the current client lets go (Detach)
 	events   int64         // SSE events written so far, for event ids
 }
 
 // newStream is called with the session's lock held.
 func newStream(s *Session, get bool, want int, jsonOnly bool) *Stream {
 	s.streams++
-	return &Stream{sess: s, id: s.streams, get: get, want: want, jsonOnly: jsonOnly, attached: true, wake: make(chan struct{}, 1)}
+	return &Stream{sess: s, id: s.streams, get: get, want: want, jsonOnly: jsonOnly, attached: true,
+		wake: make(chan struct{}, 1), gone: make(chan struct{})}
 }
 
 // EventIDs reports whether SSE events of this stream carry ids: only for
