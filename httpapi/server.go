@@ -14,6 +14,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -45,6 +47,19 @@ type Options struct {
 	Bridge *bridge.Bridge
 	// Path of the MCP endpoint. Default "/mcp".
 	Path string
+	// SSEPath is where legacy (2024-11-05 HTTP+SSE) clients open their
+	// stream. Default "sse" next to Path: "/sse" for "/mcp", "/api/sse"
+	// for "/api/mcp". Legacy sessions are served in every session mode and
+	// behind the same authentication, limits and tool policy as the MCP
+	// endpoint; not in Stateless mode, which has no sessions.
+	SSEPath string
+	// MessagePath is where legacy clients POST their messages. Default
+	// "message" next to Path. Its stream announces it as a reference
+	// relative to SSEPath, so the two keep working behind a reverse proxy
+	// that serves the bridge under a prefix and strips it.
+	MessagePath string
+	// DisableLegacySSE turns the legacy HTTP+SSE endpoints off (404).
+	DisableLegacySSE bool
 	// MaxBodyBytes caps a POST body; over it the answer is 413. Default 4 MiB.
 	MaxBodyBytes int64
 	// ResponseMode is ModeAuto (default), ModeSSE or ModeJSON.
@@ -125,6 +140,19 @@ type Options struct {
 	Now func() time.Time
 	// Logger is the logger. Default slog.Default().
 	Logger *slog.Logger
+
+	// Web serves the web page (package web) at / and /ui/: a live view of
+	// the sessions and children, and a console that is an MCP client of
+	// this endpoint. The page itself holds no data and is public; its
+	// live feed (/ui/events) is authenticated by Auth like the MCP
+	// endpoint, and shows every session and child to every principal
+	// Auth accepts. Off by default.
+	Web bool
+	// Context is the lifetime of the web page's live feed: when it ends,
+	// every page's feed is closed and the goroutine that feeds them
+	// stops. Pass the context whose end starts the bridge's shutdown.
+	// Default context.Background(): the feed lives as long as the process.
+	Context context.Context
 }
 
 // Handler returns the bridge's HTTP handler.
@@ -134,6 +162,18 @@ func Handler(opts Options) (http.Handler, error) {
 	}
 	if opts.Path == "" {
 		opts.Path = DefaultPath
+	}
+	if opts.SSEPath == "" {
+		opts.SSEPath = path.Join(path.Dir(opts.Path), "sse")
+	}
+	if opts.MessagePath == "" {
+		opts.MessagePath = path.Join(path.Dir(opts.Path), "message")
+	}
+	legacyOn := !opts.DisableLegacySSE && !opts.Stateless
+	if legacyOn {
+		if err := checkLegacyPaths(opts); err != nil {
+			return nil, err
+		}
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
@@ -210,16 +250,54 @@ func Handler(opts Options) (http.Handler, error) {
 			r.Get(opts.Path, h.serve(h.get))
 			r.Delete(opts.Path, h.serve(h.delete))
 		}
+		if legacyOn {
+			// Inside the group: the stream and every POST to it are
+			// authenticated and limited like the MCP endpoint, and a
+			// stream answers only the principal that opened it.
+			l := newLegacy(h, opts.SSEPath, opts.MessagePath)
+			r.Get(opts.SSEPath, h.serve(l.get))
+			r.Post(opts.MessagePath, h.serve(l.post))
+		}
 	})
+	if opts.Web {
+		// The web page (web.go): public assets, an authenticated feed.
+		if err := h.mountWeb(r, resource); err != nil {
+			return nil, err
+		}
+	}
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		if opts.Stateless {
+		switch {
+		case legacyOn && r.URL.Path == opts.SSEPath:
+			// A Streamable HTTP client POSTs initialize here first; a 405
+			// is what makes it fall back to GET and the legacy transport.
+			w.Header().Set("Allow", "GET")
+		case legacyOn && r.URL.Path == opts.MessagePath:
 			w.Header().Set("Allow", "POST")
-		} else {
+		case opts.Stateless:
+			w.Header().Set("Allow", "POST")
+		default:
 			w.Header().Set("Allow", "GET, POST, DELETE")
 		}
 		writeError(w, &httpError{status: http.StatusMethodNotAllowed, code: bridge.CodeInvalidRequest, msg: "Method Not Allowed"})
 	})
 	return r, nil
+}
+
+// checkLegacyPaths: the legacy endpoints are paths of their own.
+func checkLegacyPaths(opts Options) error {
+	for _, p := range []string{opts.SSEPath, opts.MessagePath} {
+		if !strings.HasPrefix(p, "/") {
+			return fmt.Errorf("httpapi: legacy SSE path %q: want an absolute path", p)
+		}
+		switch p {
+		case opts.Path, "/healthz", "/readyz", "/metrics":
+			return fmt.Errorf("httpapi: legacy SSE path %q: taken by another endpoint", p)
+		}
+	}
+	if opts.SSEPath == opts.MessagePath {
+		return fmt.Errorf("httpapi: the legacy SSE and message paths are both %q", opts.SSEPath)
+	}
+	return nil
 }
 
 // Server is an HTTP server for the handler, with Open/Close/URL so tests

@@ -59,6 +59,15 @@ func (s *sseWriter) message(id string, data []byte) {
 	s.buf = append(s.buf, '\n', '\n')
 }
 
+// endpoint queues the first event of a legacy (2024-11-05) stream: "the
+// server MUST send an endpoint event containing a URI for the client to
+// use for sending messages".
+func (s *sseWriter) endpoint(uri string) {
+	s.buf = append(s.buf, "event: endpoint\ndata: "...)
+	s.buf = append(s.buf, uri...)
+	s.buf = append(s.buf, '\n', '\n')
+}
+
 // comment queues a comment line, which clients ignore: a keep-alive.
 func (s *sseWriter) comment(text string) {
 	s.buf = append(s.buf, ": "...)

@@ -34,7 +34,11 @@ type Config struct {
 	Host            string        `env:"HOST" envDefault:"127.0.0.1" flag:"host" help:"address to listen on; keep 127.0.0.1 unless the bridge sits behind auth"`
 	Port            int           `env:"PORT" envDefault:"8080" flag:"port" help:"TCP port (0 picks a free one)"`
 	Path            string        `env:"PATH" envDefault:"/mcp" flag:"path" help:"path of the MCP endpoint"`
+	SSEPath         string        `env:"SSE_PATH" flag:"sse-path" help:"path of the legacy HTTP+SSE stream (MCP 2024-11-05); default: sse next to --path (/sse for /mcp)"`
+	MessagePath     string        `env:"MESSAGE_PATH" flag:"message-path" help:"path legacy HTTP+SSE clients POST to; default: message next to --path (/message for /mcp)"`
+	LegacySSE       bool          `env:"LEGACY_SSE" envDefault:"true" flag:"legacy-sse" help:"serve the legacy HTTP+SSE transport (2024-11-05) next to Streamable HTTP (not with --stateless); --legacy-sse=false turns it off"`
 	Command         Argv          `env:"COMMAND" flag:"-" help:"the MCP server's argv as a JSON array (or give it after --); empty serves the built-in demo server"`
+	ConfigFile      string        `env:"CONFIG" flag:"config" help:"JSON file of several MCP servers ({\"mcpServers\": {NAME: {command, args, env, ...}}}), each served at /servers/NAME/mcp instead of one command at --path; SIGHUP rereads it"`
 	Mode            string        `env:"MODE" envDefault:"per-session" flag:"mode" help:"per-session: a process per MCP session; shared: one process multiplexed across sessions; per-identity: a process per principal, shared by its sessions"`
 	ClaimEnv        []string      `env:"CLAIM_ENV" envSeparator:"," flag:"claim-env" help:"claim=VAR: put the principal's claim into its MCP server's environment as VAR (repeatable; per-session and per-identity modes)"`
 	Prespawn        int           `env:"PRESPAWN" envDefault:"0" flag:"prespawn" help:"per-session mode: processes kept started and waiting, so a new session does not wait for one to start"`
@@ -55,6 +59,7 @@ type Config struct {
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"10s" flag:"shutdown-timeout" help:"on SIGINT/SIGTERM, how long requests in flight may take to finish"`
 	KeepAlive       time.Duration `env:"KEEPALIVE" envDefault:"15s" flag:"keepalive" help:"interval of SSE keep-alive comments"`
 	AllowOrigins    []string      `env:"ALLOW_ORIGINS" envSeparator:"," flag:"allow-origin" help:"browser origin allowed besides loopback ones, exact or with * (repeatable)"`
+	Web             bool          `env:"WEB" envDefault:"true" flag:"web" help:"serve the web page at / (live view of sessions and children, and an MCP console); its feed needs the same token as the MCP endpoint; --web=false turns it off"`
 	LogFormat       string        `env:"LOG_FORMAT" envDefault:"text" flag:"log-format" help:"text or json"`
 	LogLevel        string        `env:"LOG_LEVEL" envDefault:"info" flag:"log-level" help:"debug, info, warn or error"`
 
@@ -193,6 +198,14 @@ func (c *Config) validate() error {
 	if !strings.HasPrefix(c.Path, "/") || c.Path == "/healthz" {
 		bad("Path", "must start with / and not be /healthz")
 	}
+	for _, f := range []struct{ field, path string }{{"SSEPath", c.SSEPath}, {"MessagePath", c.MessagePath}} {
+		if f.path != "" && (!strings.HasPrefix(f.path, "/") || f.path == c.Path || f.path == "/healthz") {
+			bad(f.field, "must start with / and be neither --path nor /healthz")
+		}
+	}
+	if c.SSEPath != "" && c.SSEPath == c.MessagePath {
+		bad("MessagePath", "must differ from --sse-path")
+	}
 	switch c.Mode {
 	case "per-session", "shared", "per-identity":
 	default:
@@ -260,6 +273,9 @@ func (c *Config) validate() error {
 	}
 	if len(c.Command) > 0 && c.Command[0] == "" {
 		bad("Command", "the program name is empty")
+	}
+	if c.ConfigFile != "" && len(c.Command) > 0 {
+		bad("ConfigFile", "give either --config or a command, not both")
 	}
 	errs = append(errs, c.validateAuth()...)
 	return errors.Join(errs...)

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -71,7 +72,7 @@ func run(ctx context.Context, args, environ []string, stderr io.Writer) int {
 		defer f.Close()
 		audit = f
 	}
-	if verifier == nil && !isLoopback(cfg.Host) {
+	if verifier == nil && cfg.ConfigFile == "" && !isLoopback(cfg.Host) { // --config: warned per server
 		log.Warn("no authentication on a non-loopback address: anyone who reaches it can start processes; set --token-env or a JWT key")
 	}
 
@@ -93,7 +94,7 @@ func run(ctx context.Context, args, environ []string, stderr io.Writer) int {
 		log.Warn("cannot reap orphaned grandchildren", "err", err)
 	}
 
-	b, err := bridge.New(bridge.Config{
+	bcfg := bridge.Config{
 		Command:      command,
 		Mode:         cfg.Mode,
 		Prespawn:     cfg.Prespawn,
@@ -107,23 +108,23 @@ func run(ctx context.Context, args, environ []string, stderr io.Writer) int {
 		IdleTimeout:  cfg.IdleTimeout,
 		QueueLimit:   cfg.QueueLimit,
 		Logger:       log,
-	})
-	if err != nil {
-		log.Error("bridge", "err", err)
-		return 1
 	}
-	h, err := httpapi.Handler(httpapi.Options{
-		Bridge:         b,
-		Path:           cfg.Path,
-		MaxBodyBytes:   cfg.MaxBodyBytes,
-		ResponseMode:   cfg.ResponseMode,
-		Stateless:      cfg.Stateless,
-		ClaimEnv:       cfg.claimEnv(),
-		SSEDelay:       cfg.SSEDelay,
-		KeepAlive:      cfg.KeepAlive,
-		AllowedOrigins: cfg.AllowOrigins,
-		LoopbackOnly:   isLoopback(cfg.Host),
-		Logger:         log,
+	hopts := httpapi.Options{
+		Path:             cfg.Path,
+		SSEPath:          cfg.SSEPath,
+		MessagePath:      cfg.MessagePath,
+		DisableLegacySSE: !cfg.LegacySSE,
+		MaxBodyBytes:     cfg.MaxBodyBytes,
+		ResponseMode:     cfg.ResponseMode,
+		Stateless:        cfg.Stateless,
+		ClaimEnv:         cfg.claimEnv(),
+		SSEDelay:         cfg.SSEDelay,
+		KeepAlive:        cfg.KeepAlive,
+		AllowedOrigins:   cfg.AllowOrigins,
+		LoopbackOnly:     isLoopback(cfg.Host),
+		Web:              cfg.Web,
+		Context:          ctx, // its end starts the shutdown: the web page's feed closes then
+		Logger:           log,
 
 		Auth:                    verifier,
 		PublicURL:               cfg.PublicURL,
@@ -136,18 +137,52 @@ func run(ctx context.Context, args, environ []string, stderr io.Writer) int {
 		ToolPolicy:              policy,
 		Audit:                   audit,
 		AuditArguments:          cfg.AuditArguments,
-	})
+	}
+	if cfg.ConfigFile != "" {
+		// Several servers (servers.go): the flags' settings are each
+		// server's defaults; SIGHUP rereads the file.
+		set, err := openServers(cfg, environ, bcfg, hopts, log)
+		if err != nil {
+			fmt.Fprintf(stderr, "mcp-bridge: %v\n", err)
+			return 2
+		}
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go set.reloadOn(ctx, hup)
+		return serve(ctx, cfg, log, set, set, httpapi.MountPath("{name}"), "servers", strings.Join(set.Names(), ","))
+	}
+	b, err := bridge.New(bcfg)
+	if err != nil {
+		log.Error("bridge", "err", err)
+		return 1
+	}
+	hopts.Bridge = b
+	h, err := httpapi.Handler(hopts)
 	if err != nil {
 		log.Error("http", "err", err)
 		return 1
 	}
+	return serve(ctx, cfg, log, h, b, cfg.Path, "command", strings.Join(command, " "))
+}
+
+// served is what serve stops at shutdown: one bridge, or the --config
+// servers.
+type served interface {
+	Drain()
+	Close(context.Context) error
+}
+
+// serve listens with h, serving path (for the log), until ctx ends, then
+// shuts down: the HTTP server and the children of b.
+func serve(ctx context.Context, cfg Config, log *slog.Logger, h http.Handler, b served, path string, what ...any) int {
 	srv := &httpapi.Server{Addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), Handler: h}
 	if err := srv.Open(); err != nil {
 		log.Error("cannot listen", "err", err)
 		_ = b.Close(context.Background())
 		return 1
 	}
-	log.Info("mcp-bridge listening", "url", srv.URL()+cfg.Path, "command", strings.Join(command, " "))
+	log.Info("mcp-bridge listening", append([]any{"url", srv.URL() + path}, what...)...)
 
 	<-ctx.Done()
 	log.Info("shutting down", "timeout", cfg.ShutdownTimeout)

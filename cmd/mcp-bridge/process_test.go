@@ -389,6 +389,8 @@ func TestConfigDefaults(t *testing.T) {
 		StopGrace:       2 * time.Second,
 		ShutdownTimeout: 10 * time.Second,
 		KeepAlive:       15 * time.Second,
+		LegacySSE:       true,
+		Web:             true,
 		LogFormat:       "text",
 		LogLevel:        "info",
 	}

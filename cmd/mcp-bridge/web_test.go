@@ -1,0 +1,169 @@
+package main
+
+// TestWebPageInBrowser is issue 6's browser evidence for the web page: in
+// a real headless Chromium, the bridge's own page asks for the token,
+// shows live a session that a Go SDK client holds open, and its console
+// connects through the bridge's MCP endpoint, lists the tools and calls
+// two of them, showing the result and the progress as it arrives.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
+)
+
+// screenshotCopy is where the test also leaves its screenshot, for people
+// to look at.
+const screenshotCopy = "/tmp/mcp-bridge-web.png"
+
+// webpageResult is what testdata/node/webpage.mjs reports.
+type webpageResult struct {
+	Steps      map[string]string `json:"steps"`
+	Failed     string            `json:"failed"`
+	Console    []string          `json:"console"`
+	PageErrors []string          `json:"pageErrors"`
+}
+
+func TestWebPageInBrowser(t *testing.T) {
+	if _, err := os.Stat(chromium); err != nil {
+		t.Skipf("%s is not installed (test.sh installs Debian's chromium)", chromium)
+	}
+	nodeModules := filepath.Join(testpeers.ModuleRoot(t), "testdata", "node", "node_modules")
+	if _, err := os.Stat(filepath.Join(nodeModules, "playwright-core", "package.json")); err != nil {
+		t.Fatalf("chromium is installed but playwright-core is not: run `npm ci --prefix testdata/node` (test.sh does)")
+	}
+	node := testpeers.Node(t)
+
+	var raw [24]byte
+	_, _ = rand.Read(raw[:])
+	token := hex.EncodeToString(raw[:])
+	p := startBridge(t, append(environWithout(envPrefix), "WEB_TOKEN="+token), "--token-env", "WEB_TOKEN")
+
+	// A live session held by a real SDK client: the page must show it.
+	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "web-test", Version: "1"}, nil)
+	hc := &http.Client{Transport: bearerTransport{token, http.DefaultTransport}}
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.URL, HTTPClient: hc, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "from go"}}); err != nil {
+		t.Fatal(err)
+	}
+	prefix := cs.ID()[:8]
+
+	shot := filepath.Join(t.TempDir(), "web.png")
+	res := runWebpage(t, ctx, node, nodeModules, p.Base+"/", token, prefix, shot)
+	if testing.Verbose() {
+		for k, v := range res.Steps {
+			t.Logf("%s: %q", k, v)
+		}
+	}
+	if res.Failed != "" {
+		t.Errorf("the page failed at %s\nsteps so far: %q\nconsole: %q\npage errors: %q", res.Failed, res.Steps, res.Console, res.PageErrors)
+	}
+	if len(res.PageErrors) > 0 {
+		t.Errorf("uncaught errors in the page: %q", res.PageErrors)
+	}
+
+	// Each step, by the text the page showed.
+	for _, tt := range []struct {
+		step string
+		want []string
+	}{
+		{"login", []string{"Bearer token"}},
+		{"feedStatus", []string{"live"}},
+		{"session", []string{prefix, "WEB_TOKEN", "2025-11-25"}}, // the SDK client's session, by principal
+		{"children", []string{"pid ", "Uptime", "Restarts"}},
+		{"connected", []string{"connected to default", "session ", "protocol "}},
+		{"tools", []string{"echo", "slow", "add"}},
+		{"echoForm", []string{"message *", "string"}}, // required and marked so
+		{"echo", []string{"echo returned", "hello from chromium"}},
+		{"slowForm", []string{"steps", "delay_ms", "integer"}},
+		{"progressSeen", []string{"of 4"}},
+		{"slow", []string{"Completed 4 steps"}},
+		{"progress", []string{"4/4", "step 4 of 4"}},
+		{"notifications", []string{"notifications/progress", "1/4 step 1 of 4", "notifications/message"}},
+		{"sessions", []string{prefix, "this console"}},
+		{"disconnected", []string{"disconnected"}},
+	} {
+		got, ok := res.Steps[tt.step]
+		if !ok {
+			if res.Failed == "" {
+				t.Errorf("step %s: not reported", tt.step)
+			}
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("step %s: the page shows %q, want it to contain %q", tt.step, got, w)
+			}
+		}
+	}
+	if strings.Contains(strings.Join(mapValues(res.Steps), "\n"), cs.ID()) {
+		t.Error("the page shows a whole session id")
+	}
+
+	png, err := os.ReadFile(shot)
+	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Fatalf("screenshot %s: %v", shot, err)
+	}
+	if err := os.WriteFile(screenshotCopy, png, 0o644); err != nil {
+		t.Logf("cannot copy the screenshot to %s: %v", screenshotCopy, err)
+	}
+	t.Logf("screenshot: %s (and %s)", shot, screenshotCopy)
+	if strings.Contains(p.Stderr(), token) {
+		t.Error("the bridge logged the token")
+	}
+}
+
+func mapValues(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+// runWebpage runs testdata/node/webpage.mjs against the page and returns
+// its report.
+func runWebpage(t *testing.T, ctx context.Context, node, nodeModules string, args ...string) webpageResult {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join(filepath.Dir(nodeModules), "webpage.mjs")}, args...)...)
+	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
+	// On a hang: SIGTERM lets the script close the browser; WaitDelay
+	// then kills what is left.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var res webpageResult
+	line := bytes.TrimSpace(stdout.Bytes())
+	if i := bytes.LastIndexByte(line, '\n'); i >= 0 {
+		line = line[i+1:]
+	}
+	if jerr := json.Unmarshal(line, &res); jerr != nil {
+		t.Fatalf("webpage.mjs: %v (%v)\nstdout:\n%s\nstderr:\n%s", err, jerr, stdout.Bytes(), stderr.Bytes())
+	}
+	if err != nil && res.Failed == "" {
+		t.Errorf("webpage.mjs: %v\nstderr:\n%s", err, stderr.Bytes())
+	}
+	return res
+}

@@ -1,0 +1,506 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-bridge/mcp-bridge/bridge"
+)
+
+// The legacy HTTP+SSE transport of MCP 2024-11-05, which many clients
+// still speak, served next to the Streamable HTTP endpoint ("Servers
+// wanting to support older clients should continue to host both the SSE
+// and POST endpoints of the old transport, alongside the new MCP
+// endpoint"):
+//
+//   - GET SSEPath opens a stream whose first event is "endpoint": "the
+//     server MUST send an endpoint event containing a URI for the client
+//     to use for sending messages". Every later event is a "message".
+//   - POST MessagePath?sessionId=<id> answers 202; whatever the server
+//     sends back (responses, notifications, its own requests) goes on the
+//     one stream.
+//   - Closing the stream ends the session.
+//
+// The session id is announced before the client has said anything, but a
+// bridge session (and its child) starts with initialize, which is the
+// client's first POST. So a stream is a legacyConn with an id of its own
+// from the GET on, and gets its bridge session when initialize arrives.
+// The bridge session's id is never shown to the client: it could otherwise
+// use it on the Streamable endpoint, where a second reader of the session
+// would steal this stream's messages.
+//
+// Inside, a legacy session is an ordinary bridge session whose streams are
+// all read by the same connection: each POST's Stream and the session's
+// GET Stream are drained by a pump goroutine into the conn, whose GET
+// handler is the one writer of the SSE response. A pump hands over one
+// message at a time on an unbuffered channel, so what a slow client has
+// not read stays in the bridge's Streams (and a pump's last Take), exactly
+// as for a slow Streamable client: the conn adds no buffer of its own.
+
+// legacyInitTimeout closes a stream that still has no session this long
+// after it opened. Clients send initialize as soon as they have the
+// endpoint; an idle stream with no session holds a connection and is of
+// no use to anyone. (A stream with a session lives as long as it is open:
+// it is the session's only stream, so the idle timeout never ends it.)
+const legacyInitTimeout = time.Minute
+
+// legacy serves the two endpoints of the HTTP+SSE transport.
+type legacy struct {
+	h        *mcpHandler
+	endpoint string // MessagePath relative to SSEPath (legacyEndpointRef)
+
+	mu    sync.Mutex
+	conns map[string]*legacyConn // by the id in the endpoint URI
+}
+
+func newLegacy(h *mcpHandler, ssePath, messagePath string) *legacy {
+	return &legacy{h: h, endpoint: legacyEndpointRef(ssePath, messagePath), conns: make(map[string]*legacyConn)}
+}
+
+// legacyEndpointRef is the data of the endpoint event: messagePath as a
+// path-relative reference ("message", "../message"), resolved by the
+// client against the URL it opened the stream with. Behind a reverse
+// proxy that serves the bridge under a prefix and strips it
+// (https://example.com/tools/sse → http://bridge/sse), the client's SSE
+// URL carries the prefix and so does the resolved "message"
+// (https://example.com/tools/message); an absolute path ("/message") would
+// drop it and miss the bridge, and an absolute URL would name the
+// bridge's own address, which clients reject when its origin differs from
+// the SSE URL's. The ref is computed once, from the two paths alone.
+func legacyEndpointRef(ssePath, messagePath string) string {
+	segs := func(p string) []string {
+		p = strings.Trim(p, "/")
+		if p == "" {
+			return nil
+		}
+		return strings.Split(p, "/")
+	}
+	from := segs(ssePath[:strings.LastIndexByte(ssePath, '/')+1]) // the directory the client resolves against
+	to := segs(messagePath)
+	base := ""
+	if len(to) > 0 && !strings.HasSuffix(messagePath, "/") {
+		base, to = to[len(to)-1], to[:len(to)-1]
+	}
+	k := 0
+	for k < len(from) && k < len(to) && from[k] == to[k] {
+		k++
+	}
+	ref := strings.Repeat("../", len(from)-k)
+	for _, s := range to[k:] {
+		ref += s + "/"
+	}
+	ref += base
+	if ref == "" || strings.Contains(strings.SplitN(ref, "/", 2)[0], ":") {
+		// "" would resolve to the SSE URL itself, and a first segment
+		// with a colon would read as a URI scheme (RFC 3986 section 4.2).
+		ref = "./" + ref
+	}
+	return ref
+}
+
+// legacyConn is one open SSE stream of the legacy transport, and the
+// session behind it once the client has initialized one.
+type legacyConn struct {
+	id    string
+	owner string // auth.Principal.Key of the GET; every POST must be the same principal
+	ctx   context.Context
+	out   chan []byte   // pumps to the writer, unbuffered
+	ended chan struct{} // closed when the session (or its GET stream) has ended
+	end   func()        // closes ended, once
+
+	mu           sync.Mutex
+	closed       bool // no more POSTs: the stream is going
+	initializing bool
+	sess         *bridge.Session
+
+	posts sync.WaitGroup // POSTs being handled
+	pumps sync.WaitGroup // pump and inject goroutines
+}
+
+// enter counts a POST being handled, unless the stream is going (then
+// the answer is 404, as for a session that never existed). Every pump is
+// started inside enter/leave, so once close has waited for the POSTs no
+// pump can be added.
+func (c *legacyConn) enter() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.posts.Add(1)
+	return true
+}
+
+func (c *legacyConn) leave() { c.posts.Done() }
+
+// close refuses new POSTs and waits for those being handled: an
+// initialize in progress has then either made its session, which the
+// caller ends, or failed.
+func (c *legacyConn) close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.posts.Wait()
+}
+
+func (c *legacyConn) session() *bridge.Session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sess
+}
+
+// pump moves the messages of st to the writer until st is complete or the
+// client has left (then st is detached: its requests go on, their answers
+// stay with the session, which is about to end). For the session's GET
+// stream, its end is the session's end. t, if set, audits the responses of
+// the POST that st answers. The caller is inside enter/leave.
+func (c *legacyConn) pump(st *bridge.Stream, t *postTrack, get bool) {
+	c.pumps.Add(1)
+	go func() {
+		defer c.pumps.Done()
+		if t != nil {
+			defer t.finish()
+		}
+		if get {
+			defer c.end()
+		}
+		var msgs [][]byte
+		for {
+			if err := st.Wait(c.ctx, nil); err != nil {
+				st.Detach()
+				return
+			}
+			var final bool
+			msgs, final = st.Take(msgs[:0])
+			for _, m := range msgs {
+				select {
+				case c.out <- m:
+				case <-c.ctx.Done():
+					st.Detach()
+					return
+				}
+				if t != nil {
+					t.observe(m)
+				}
+			}
+			clear(msgs)
+			if final {
+				return
+			}
+		}
+	}()
+}
+
+// inject puts a message of the bridge's own on the stream, without
+// blocking the POST that makes it. The caller is inside enter/leave.
+func (c *legacyConn) inject(msg []byte) {
+	c.pumps.Add(1)
+	go func() {
+		defer c.pumps.Done()
+		select {
+		case c.out <- msg:
+		case <-c.ctx.Done():
+		}
+	}()
+}
+
+// find returns the open stream with that id if it belongs to owner, else
+// nil: another principal's stream answers like one that never existed.
+func (l *legacy) find(id, owner string) *legacyConn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.conns[id]
+	if c == nil || c.owner != owner {
+		return nil
+	}
+	return c
+}
+
+func (l *legacy) remove(c *legacyConn) {
+	l.mu.Lock()
+	delete(l.conns, c.id)
+	l.mu.Unlock()
+}
+
+// newLegacyID returns 128 random bits, base64url: safe in a query string
+// and unguessable, like bridge session ids.
+func newLegacyID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// get serves GET SSEPath: the stream, for as long as the client keeps it
+// open or the session lasts.
+func (l *legacy) get(w http.ResponseWriter, r *http.Request) error {
+	if _, sse := accepts(r.Header.Get("Accept")); !sse {
+		return &httpError{status: http.StatusNotAcceptable, code: bridge.CodeInvalidRequest,
+			msg: "Not Acceptable: the Accept header must include text/event-stream"}
+	}
+	id, err := newLegacyID()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	ended := make(chan struct{})
+	var endOnce sync.Once
+	c := &legacyConn{id: id, owner: principal(r).Key(), ctx: ctx, out: make(chan []byte), ended: ended,
+		end: func() { endOnce.Do(func() { close(ended) }) }}
+	l.mu.Lock()
+	l.conns[id] = c
+	l.mu.Unlock()
+	log := l.h.log.With("legacy_session", id)
+	defer func() {
+		// Later POSTs get 404; the ones in progress finish; the pumps stop;
+		// then the session ends: its child gets the stop sequence, which
+		// begins with closing its stdin and gives the requests it is still
+		// working on StopGrace to finish.
+		l.remove(c)
+		c.close()
+		cancel()
+		c.pumps.Wait()
+		if sess := c.session(); sess != nil {
+			sess.Close()
+			l.h.limits.ended(sess)
+		}
+		log.Info("legacy SSE stream closed")
+	}()
+
+	sw, err := startSSE(w, l.h.opts.WriteTimeout)
+	if err != nil {
+		return nil
+	}
+	sw.endpoint(l.endpoint + "?sessionId=" + id)
+	if err := sw.flush(); err != nil {
+		return nil
+	}
+	log.Info("legacy SSE stream opened", "principal", principal(r).String())
+
+	keepAlive := time.NewTicker(l.h.opts.KeepAlive)
+	defer keepAlive.Stop()
+	noSession := time.NewTimer(legacyInitTimeout)
+	defer noSession.Stop()
+	var drained chan struct{} // closed once the pumps are done, after the session ended
+	batch := make([][]byte, 0, 16)
+	for {
+		select {
+		case m := <-c.out:
+			// Take what else is ready too, for one write and one flush.
+			batch = append(batch[:0], m)
+		more:
+			for len(batch) < cap(batch) {
+				select {
+				case m := <-c.out:
+					batch = append(batch, m)
+				default:
+					break more
+				}
+			}
+			for _, m := range l.h.outbound(r, batch) {
+				sw.message("", m)
+			}
+			clear(batch)
+		case <-keepAlive.C:
+			sw.comment("keep-alive")
+		case <-noSession.C:
+			if c.session() == nil {
+				log.Info("no initialize on the legacy SSE stream; closing it", "after", legacyInitTimeout)
+				return nil
+			}
+			continue
+		case <-ended:
+			// The session is over (its child exited, or the bridge is
+			// shutting down): deliver what its streams still hold, such
+			// as the errors that answer the requests in flight, then end
+			// the stream.
+			ended = nil
+			c.close()
+			drained = make(chan struct{})
+			go func() { c.pumps.Wait(); close(drained) }()
+			continue
+		case <-drained:
+			return nil // the pumps handed everything over: out is unbuffered
+		case <-ctx.Done():
+			return nil
+		}
+		if err := sw.flush(); err != nil {
+			log.Debug("legacy SSE write failed; closing the stream", "err", err)
+			return nil
+		}
+	}
+}
+
+// post serves POST MessagePath?sessionId=<id>: 202, and the answers go on
+// the stream.
+func (l *legacy) post(w http.ResponseWriter, r *http.Request) error {
+	id := r.URL.Query().Get("sessionId")
+	if id == "" {
+		return &httpError{status: http.StatusBadRequest, code: bridge.CodeSessionRequired,
+			msg: "Bad Request: the sessionId query parameter is required: POST to the endpoint URI the SSE stream announced"}
+	}
+	p := principal(r)
+	c := l.find(id, p.Key())
+	if c == nil {
+		return bridge.ErrSessionNotFound
+	}
+	body, err := l.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	msgs, batch, err := bridge.ParseBody(body)
+	if err != nil {
+		return err
+	}
+	if !c.enter() {
+		return bridge.ErrSessionNotFound
+	}
+	defer c.leave()
+	h := l.h
+	if hasInitialize(msgs) {
+		return l.initialize(w, r, c, msgs, batch)
+	}
+	sess := c.session()
+	if sess == nil {
+		return l.notInitialized(w, c, msgs)
+	}
+	if err := checkVersion(r); err != nil {
+		return err
+	}
+	if batch && sess.Version() != "2025-03-26" {
+		return &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest,
+			msg: "Invalid Request: JSON-RPC batches are not supported in protocol version " + sess.Version()}
+	}
+	t := h.track(p, sess.ID(), msgs)
+	if m := denied(msgs, h.opts.ToolPolicy.For(p)); m != nil {
+		name, _ := toolOf(m)
+		msg := "tool " + quote(name) + " is not allowed for this principal (tool policy)"
+		h.log.Info("tools/call refused by the tool policy", "tool", name)
+		if t != nil {
+			t.deny(m.ID())
+			defer t.finish()
+		}
+		if batch {
+			return &httpError{status: http.StatusForbidden, code: bridge.CodeInvalidParams, msg: "Forbidden: " + msg}
+		}
+		c.inject(bridge.ErrorBody(&bridge.Error{Code: bridge.CodeInvalidParams, Message: msg, ID: m.ID()}))
+		w.WriteHeader(http.StatusAccepted)
+		return nil
+	}
+	st, err := sess.Send(msgs, false)
+	if err != nil {
+		if t != nil {
+			t.finish()
+		}
+		return err
+	}
+	if st != nil {
+		c.pump(st, t, false)
+	}
+	w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
+// notInitialized answers requests sent before initialize the way a
+// 2024-11-05 server answers a request it cannot serve: 202, and a JSON-RPC
+// error on the stream. Clients probe like this: the Go SDK sends
+// 2026-07-28's server/discover first and falls back to initialize on any
+// error that is not a 2026-07-28 one, while a failed POST would end its
+// connection. Anything but requests is refused.
+func (l *legacy) notInitialized(w http.ResponseWriter, c *legacyConn, msgs []bridge.Message) error {
+	msg := "Invalid Request: the session is not initialized; send initialize first"
+	for i := range msgs {
+		if msgs[i].Kind != bridge.Request {
+			return &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest, msg: "Bad Request: the session is not initialized; send initialize first"}
+		}
+		if msgs[i].IsModernProbe() {
+			// SPEC 1.6 item 10: not a 2026-07-28 error, so dual-era
+			// clients fall back to initialize.
+			msg = "Invalid Request: this bridge serves MCP 2024-11-05 to 2025-11-25 sessions; start one with initialize"
+		}
+	}
+	for i := range msgs {
+		c.inject(bridge.ErrorBody(&bridge.Error{Code: bridge.CodeInvalidRequest, Message: msg, ID: msgs[i].ID()}))
+	}
+	w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
+// initialize starts the conn's bridge session, whose every stream the
+// conn then reads.
+func (l *legacy) initialize(w http.ResponseWriter, r *http.Request, c *legacyConn, msgs []bridge.Message, batch bool) error {
+	if batch {
+		return &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest,
+			msg: "Invalid Request: initialize must not be part of a JSON-RPC batch"}
+	}
+	c.mu.Lock()
+	if c.sess != nil || c.initializing {
+		c.mu.Unlock()
+		return &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest, id: msgs[0].ID(),
+			msg: "Invalid Request: the session is already initialized"}
+	}
+	c.initializing = true
+	c.mu.Unlock()
+	failed := func() {
+		c.mu.Lock()
+		c.initializing = false // the client may try again
+		c.mu.Unlock()
+	}
+	h := l.h
+	p := principal(r)
+	release, err := h.limits.reserveSession(p)
+	if err != nil {
+		failed()
+		return err
+	}
+	sess, st, err := h.b.Initialize(p.Key(), msgs[0], false)
+	if err != nil {
+		release()
+		failed()
+		return err
+	}
+	h.limits.holdSession(sess, release)
+	c.mu.Lock()
+	c.sess, c.initializing = sess, false
+	c.mu.Unlock()
+	c.pump(st, h.track(p, sess.ID(), msgs), false)
+	// The session's GET stream carries what relates to no request; it is
+	// open for the session's whole life, so nothing waits in the queue.
+	if get, err := sess.OpenStream(); err != nil {
+		c.end() // the session is already over (its child exited at once)
+	} else {
+		c.pump(get, nil, true)
+	}
+	h.log.Info("legacy session started", "legacy_session", c.id, "session", sess.ID())
+	w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
+// readBody checks a POST's Content-Type and reads its body within
+// MaxBodyBytes. Unlike the Streamable endpoint, no Accept header is
+// required: nothing is ever answered in the POST's body.
+func (l *legacy) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if !isJSONMediaType(r.Header.Get("Content-Type")) {
+		return nil, &httpError{status: http.StatusUnsupportedMediaType, code: bridge.CodeInvalidRequest,
+			msg: "Unsupported Media Type: Content-Type must be application/json"}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, l.h.opts.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, &httpError{status: http.StatusRequestEntityTooLarge, code: bridge.CodeInvalidRequest,
+				msg: "Request Entity Too Large: the body is over the limit of " + byteSize(mbe.Limit) + " (--max-body-bytes)"}
+		}
+		return nil, &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest, msg: "Bad Request: reading the body failed"}
+	}
+	return body, nil
+}

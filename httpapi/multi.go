@@ -1,0 +1,409 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/mcp-bridge/mcp-bridge/bridge"
+)
+
+// Mounts serves several MCP servers from one listener, each on a bridge of
+// its own under /servers/{name}/: its MCP endpoint at /servers/{name}/mcp,
+// its legacy SSE endpoints beside it, its readiness and metrics at
+// /servers/{name}/readyz and /servers/{name}/metrics. Apply replaces the
+// whole set in one step, so a request sees the old set or the new one,
+// never half of each. A server whose settings did not change keeps its
+// bridge, and so its sessions and children; the bridges of removed and
+// changed servers are drained and closed in the background.
+type Mounts struct {
+	opts   MountsOptions
+	router http.Handler
+
+	// set is the served map, replaced whole, never modified: requests
+	// read it without a lock.
+	set atomic.Pointer[map[string]*mount]
+
+	mu       sync.Mutex // serialises Apply, Drain and Close
+	closing  bool
+	retiring sync.WaitGroup // one per retire goroutine
+}
+
+// MountsOptions configures Mounts. The zero value works.
+type MountsOptions struct {
+	// DrainTimeout is how long the requests in flight on a removed or
+	// changed server (POSTs and DELETEs; its streams end at once) may
+	// take before its children are stopped, which answers what is left
+	// with a JSON-RPC error. Default 10 s.
+	DrainTimeout time.Duration
+	// StopTimeout bounds the stopping of those children, each with the
+	// graceful stop sequence; children left when it ends are killed.
+	// Default 5 s.
+	StopTimeout time.Duration
+	// Logger is the logger. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// MountSpec is one server of the set given to Apply.
+type MountSpec struct {
+	// Name is the server's path segment; ValidServerName must accept it.
+	Name string
+	// Fingerprint stands for every setting of the server: a server whose
+	// fingerprint equals the served one's is left alone, any other
+	// fingerprint restarts it.
+	Fingerprint string
+	// Bridge configures the server's bridge.
+	Bridge bridge.Config
+	// HTTP configures its endpoint. Apply sets Bridge and the paths
+	// (Path to MountPath(Name), the legacy paths beside it).
+	HTTP Options
+}
+
+// Changes say what an Apply did, by server name, each list sorted.
+type Changes struct {
+	Added, Removed, Restarted, Unchanged []string
+}
+
+var serverName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// ValidServerName reports whether name can name a server: 1 to 64 ASCII
+// letters, digits, '-' and '_', so it is one path segment as it stands.
+func ValidServerName(name string) bool { return serverName.MatchString(name) }
+
+// MountPath is the path of the MCP endpoint of the server name.
+func MountPath(name string) string { return "/servers/" + name + "/mcp" }
+
+// mount is one served server.
+type mount struct {
+	name        string
+	fingerprint string
+	b           *bridge.Bridge
+	h           http.Handler
+
+	mu       sync.Mutex
+	inFlight int           // POSTs and DELETEs being served
+	retired  bool          // no longer served: enter fails
+	idle     chan struct{} // closed once retired and nothing is in flight
+}
+
+// enter admits a request, counting it unless it is a stream (GET); false
+// once the mount is retired.
+func (mt *mount) enter(count bool) bool {
+	mt.mu.Lock()
+	defer mt.mu.Unlock()
+	if mt.retired {
+		return false
+	}
+	if count {
+		mt.inFlight++
+	}
+	return true
+}
+
+func (mt *mount) leave() {
+	mt.mu.Lock()
+	defer mt.mu.Unlock()
+	mt.inFlight--
+	if mt.retired && mt.inFlight == 0 {
+		close(mt.idle)
+	}
+}
+
+// retire refuses new requests; the channel closes once those in flight
+// are done.
+func (mt *mount) retire() <-chan struct{} {
+	mt.mu.Lock()
+	defer mt.mu.Unlock()
+	mt.retired = true
+	if mt.inFlight == 0 {
+		close(mt.idle)
+	}
+	return mt.idle
+}
+
+// NewMounts returns an empty set; Apply fills it.
+func NewMounts(opts MountsOptions) *Mounts {
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = 10 * time.Second
+	}
+	if opts.StopTimeout <= 0 {
+		opts.StopTimeout = 5 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	m := &Mounts{opts: opts}
+	m.set.Store(&map[string]*mount{})
+
+	r := chi.NewRouter()
+	r.Use(middleware.Recoverer)
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+	})
+	r.Get("/readyz", m.readyz)
+	r.Head("/readyz", m.readyz)
+	r.Handle("/servers/{name}/*", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := chi.URLParam(r, "name")
+		switch rest := chi.URLParam(r, "*"); rest {
+		case "readyz", "metrics":
+			// The server's own /readyz and /metrics, which its
+			// handler answers at the root.
+			r = withPath(r, "/"+rest)
+		}
+		m.dispatch(w, r, name)
+	}))
+	// The protected-resource metadata of a server's endpoint is at the
+	// endpoint's path under prmPath (RFC 9728 section 3.1), after any
+	// prefix of --public-url.
+	r.Get(prmPath+"/*", func(w http.ResponseWriter, r *http.Request) {
+		seg := strings.Split(chi.URLParam(r, "*"), "/")
+		if n := len(seg); n >= 3 && seg[n-3] == "servers" && seg[n-1] == "mcp" {
+			m.dispatch(w, r, seg[n-2])
+			return
+		}
+		notFound(w)
+	})
+	r.NotFound(func(w http.ResponseWriter, _ *http.Request) { notFound(w) })
+	m.router = r
+	return m
+}
+
+func notFound(w http.ResponseWriter) {
+	writeError(w, &httpError{status: http.StatusNotFound, code: bridge.CodeInvalidRequest, msg: "Not Found"})
+}
+
+// withPath is r for another path, with no routing state: the server's
+// own router routes it from scratch.
+func withPath(r *http.Request, path string) *http.Request {
+	u := *r.URL
+	u.Path, u.RawPath = path, ""
+	r2 := r.WithContext(r.Context())
+	r2.URL = &u
+	return r2
+}
+
+func (m *Mounts) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.router.ServeHTTP(w, r) }
+
+// dispatch hands r to the server name. A mount retired between the
+// lookup and enter has been replaced already: the second lookup finds its
+// successor, or nothing.
+func (m *Mounts) dispatch(w http.ResponseWriter, r *http.Request, name string) {
+	// The server's router must route r from scratch, not resume ours.
+	r = r.WithContext(context.WithValue(r.Context(), chi.RouteCtxKey, (*chi.Context)(nil)))
+	count := r.Method != http.MethodGet
+	for range 2 {
+		mt := (*m.set.Load())[name]
+		if mt == nil {
+			break
+		}
+		if mt.enter(count) {
+			if count {
+				defer mt.leave()
+			}
+			mt.h.ServeHTTP(w, r)
+			return
+		}
+	}
+	writeError(w, &httpError{status: http.StatusNotFound, code: bridge.CodeInvalidRequest, msg: "Not Found: no such server"})
+}
+
+// Names are the servers served now, sorted.
+func (m *Mounts) Names() []string {
+	return slices.Sorted(maps.Keys(*m.set.Load()))
+}
+
+// Apply makes specs the served set. Servers whose fingerprint is
+// unchanged keep their bridge; new and changed ones get a new bridge and
+// endpoint, built before anything is swapped: if one cannot be built,
+// Apply returns the error and the served set stays as it was. The bridges
+// no longer served are drained and closed in the background (Close waits
+// for them).
+func (m *Mounts) Apply(specs []MountSpec) (Changes, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closing {
+		return Changes{}, errors.New("httpapi: the servers are shutting down")
+	}
+	old := *m.set.Load()
+	next := make(map[string]*mount, len(specs))
+	var built []*mount
+	var ch Changes
+	fail := func(err error) (Changes, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), m.opts.StopTimeout)
+		defer cancel()
+		for _, mt := range built {
+			_ = mt.b.Close(ctx)
+		}
+		return Changes{}, err
+	}
+	for _, s := range specs {
+		if !ValidServerName(s.Name) {
+			return fail(fmt.Errorf("httpapi: server name %q: want 1 to 64 of A-Z a-z 0-9 - _", s.Name))
+		}
+		if _, dup := next[s.Name]; dup {
+			return fail(fmt.Errorf("httpapi: server %q given twice", s.Name))
+		}
+		cur := old[s.Name]
+		if cur != nil && cur.fingerprint == s.Fingerprint {
+			next[s.Name] = cur
+			ch.Unchanged = append(ch.Unchanged, s.Name)
+			continue
+		}
+		mt, err := buildMount(s)
+		if err != nil {
+			return fail(fmt.Errorf("server %q: %w", s.Name, err))
+		}
+		built = append(built, mt)
+		next[s.Name] = mt
+		if cur != nil {
+			ch.Restarted = append(ch.Restarted, s.Name)
+		} else {
+			ch.Added = append(ch.Added, s.Name)
+		}
+	}
+	m.set.Store(&next)
+	for name, mt := range old {
+		if next[name] == mt {
+			continue
+		}
+		if next[name] == nil {
+			ch.Removed = append(ch.Removed, name)
+		}
+		m.retiring.Add(1)
+		go m.retire(mt)
+	}
+	for _, l := range [][]string{ch.Added, ch.Removed, ch.Restarted, ch.Unchanged} {
+		slices.Sort(l)
+	}
+	return ch, nil
+}
+
+func buildMount(s MountSpec) (*mount, error) {
+	b, err := bridge.New(s.Bridge)
+	if err != nil {
+		return nil, err
+	}
+	opts := s.HTTP
+	opts.Bridge = b
+	opts.Path = MountPath(s.Name)
+	opts.SSEPath, opts.MessagePath = "", "" // beside Path
+	h, err := Handler(opts)
+	if err != nil {
+		_ = b.Close(context.Background()) // nothing started yet but the janitor
+		return nil, err
+	}
+	return &mount{name: s.Name, fingerprint: s.Fingerprint, b: b, h: h, idle: make(chan struct{})}, nil
+}
+
+// retire stops serving mt: new requests get 404 (or its successor), no
+// new session starts, its streams end; the requests in flight get
+// DrainTimeout, then every child is stopped. Owned by Apply, which
+// counts it in m.retiring.
+func (m *Mounts) retire(mt *mount) {
+	defer m.retiring.Done()
+	log := m.opts.Logger.With("server", mt.name)
+	idle := mt.retire()
+	mt.b.Drain()
+	t := time.NewTimer(m.opts.DrainTimeout)
+	select {
+	case <-idle:
+	case <-t.C:
+		log.Warn("requests still in flight on a server being stopped; stopping its children anyway", "drain_timeout", m.opts.DrainTimeout)
+	}
+	t.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), m.opts.StopTimeout)
+	defer cancel()
+	if err := mt.b.Close(ctx); err != nil {
+		log.Warn("some children had to be killed", "err", err)
+	}
+	log.Info("server stopped")
+}
+
+// Drain prepares every served bridge for shutdown (bridge.Drain) and
+// refuses further Applies.
+func (m *Mounts) Drain() {
+	m.mu.Lock()
+	m.closing = true
+	m.mu.Unlock()
+	for _, mt := range *m.set.Load() {
+		mt.b.Drain()
+	}
+}
+
+// Close refuses further Applies, closes every served bridge (see
+// bridge.Close; ctx as there) and waits for the bridges being retired.
+func (m *Mounts) Close(ctx context.Context) error {
+	m.mu.Lock()
+	m.closing = true
+	m.mu.Unlock()
+	set := *m.set.Load()
+	errs := make(chan error, len(set))
+	for _, mt := range set {
+		go func() { errs <- mt.b.Close(ctx) }()
+	}
+	var err error
+	for range set {
+		err = errors.Join(err, <-errs)
+	}
+	// Each retire ends within DrainTimeout + StopTimeout.
+	m.retiring.Wait()
+	return err
+}
+
+// readyz answers GET /readyz for the whole set: 200 when every server
+// could start a session now, else 503; the body says which is not ready
+// and why, with the reasons of a single bridge's /readyz.
+func (m *Mounts) readyz(w http.ResponseWriter, _ *http.Request) {
+	type serverReadiness struct {
+		Status  string `json:"status"`
+		Reason  string `json:"reason,omitempty"`
+		Message string `json:"message,omitempty"`
+	}
+	set := *m.set.Load()
+	var mu sync.Mutex
+	servers := make(map[string]serverReadiness, len(set))
+	var wg sync.WaitGroup
+	for name, mt := range set {
+		wg.Go(func() {
+			// A shared server's readiness pings its child: ask all at once.
+			r := serverReadiness{Status: "ready"}
+			if err := mt.b.Ready(); err != nil {
+				r = serverReadiness{Status: "unavailable", Reason: notReadyReason(err), Message: publicMessage(err)}
+			}
+			mu.Lock()
+			servers[name] = r
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	body := struct {
+		Status  string                     `json:"status"`
+		Servers map[string]serverReadiness `json:"servers"`
+	}{Status: "ready", Servers: servers}
+	for _, r := range servers {
+		if r.Status != "ready" {
+			body.Status = "unavailable"
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if body.Status != "ready" {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	b, _ := json.Marshal(body)
+	_, _ = w.Write(append(b, '\n'))
+}

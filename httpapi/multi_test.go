@@ -1,0 +1,181 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mcp-bridge/mcp-bridge/bridge"
+	"github.com/mcp-bridge/mcp-bridge/httpapi"
+	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
+)
+
+// newMounts serves an empty Mounts over a real HTTP server; it is closed
+// on cleanup.
+func newMounts(t *testing.T) (*httpapi.Mounts, *httptest.Server) {
+	t.Helper()
+	m := httpapi.NewMounts(httpapi.MountsOptions{DrainTimeout: 10 * time.Second, StopTimeout: 2 * time.Second, Logger: testLogger(t)})
+	srv := httptest.NewServer(m)
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := m.Close(ctx); err != nil {
+			t.Errorf("mounts close: %v", err)
+		}
+	})
+	return m, srv
+}
+
+// mountSpec is a server running the badchild (or command).
+func mountSpec(t *testing.T, name, fingerprint string, command ...string) httpapi.MountSpec {
+	if command == nil {
+		command = []string{testpeers.BuildGo(t, "./testdata/badchild")}
+	}
+	return httpapi.MountSpec{
+		Name:        name,
+		Fingerprint: fingerprint,
+		Bridge:      bridge.Config{Command: command, Env: os.Environ(), StopGrace: 500 * time.Millisecond, Logger: testLogger(t)},
+		HTTP:        httpapi.Options{LoopbackOnly: true, Logger: testLogger(t)},
+	}
+}
+
+// endpoint is the env of the server name behind srv.
+func endpoint(t *testing.T, srv *httptest.Server, name string) *env {
+	return &env{t: t, srv: srv, url: srv.URL + httpapi.MountPath(name), client: srv.Client()}
+}
+
+// TestMountsDrain: a request in flight on a server that a new set
+// removes is answered by that server before its children stop, while new
+// requests for it get 404 at once.
+func TestMountsDrain(t *testing.T) {
+	t.Parallel()
+	m, srv := newMounts(t)
+	if _, err := m.Apply([]httpapi.MountSpec{mountSpec(t, "a", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	a := endpoint(t, srv, "a")
+	sid := a.initialize("2025-11-25")
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+		"params": map[string]any{"name": "slow", "arguments": map[string]any{"ms": 1000, "steps": 3}}})
+	// Longer than the stop grace: stopping the child at once would cut
+	// it. Its headers are in: the request is being served.
+	resp := a.do(req{body: string(body), sid: sid})
+
+	ch, err := m.Apply(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ch.Removed, []string{"a"}) {
+		t.Errorf("changes %+v, want a removed", ch)
+	}
+	if r := a.do(req{body: sprintf(initBody, "2025-11-25")}); r.StatusCode != http.StatusNotFound {
+		t.Errorf("initialize on the removed server: status %d, want 404", r.StatusCode)
+	} else {
+		r.Body.Close()
+	}
+	msgs := readMessages(t, resp)
+	if len(msgs) == 0 || msgs[len(msgs)-1]["result"] == nil {
+		t.Errorf("the call in flight was not answered by its server: %v", msgs)
+	}
+}
+
+// TestMountsApply: an unchanged fingerprint keeps the server's bridge
+// and sessions, a changed one restarts it, and a set that cannot be built
+// changes nothing.
+func TestMountsApply(t *testing.T) {
+	t.Parallel()
+	m, srv := newMounts(t)
+	if _, err := m.Apply([]httpapi.MountSpec{mountSpec(t, "keep", "1"), mountSpec(t, "change", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	keep, change := endpoint(t, srv, "keep"), endpoint(t, srv, "change")
+	keepSID, changeSID := keep.initialize("2025-11-25"), change.initialize("2025-11-25")
+	ping := func(e *env, sid string) int {
+		resp := e.do(req{body: `{"jsonrpc":"2.0","id":2,"method":"ping"}`, sid: sid, version: "2025-11-25"})
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+
+	bad := mountSpec(t, "broken", "1")
+	bad.Bridge.Mode = "bogus"
+	for _, set := range [][]httpapi.MountSpec{
+		{mountSpec(t, "keep", "1"), bad},
+		{mountSpec(t, "keep", "1"), mountSpec(t, "a/b", "1")},
+		{mountSpec(t, "keep", "1"), mountSpec(t, "keep", "2")},
+	} {
+		if _, err := m.Apply(set); err == nil {
+			t.Errorf("Apply accepted a set that cannot be served")
+		}
+	}
+	if got := m.Names(); !slices.Equal(got, []string{"change", "keep"}) {
+		t.Errorf("after failed Applies the servers are %q, want change and keep", got)
+	}
+	if got := ping(change, changeSID); got != http.StatusOK {
+		t.Errorf("after failed Applies a session: status %d, want 200", got)
+	}
+
+	ch, err := m.Apply([]httpapi.MountSpec{mountSpec(t, "keep", "1"), mountSpec(t, "change", "2"), mountSpec(t, "new", "1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := httpapi.Changes{Added: []string{"new"}, Restarted: []string{"change"}, Unchanged: []string{"keep"}}
+	if !slices.Equal(ch.Added, want.Added) || !slices.Equal(ch.Restarted, want.Restarted) || !slices.Equal(ch.Unchanged, want.Unchanged) || len(ch.Removed) != 0 {
+		t.Errorf("changes %+v, want %+v", ch, want)
+	}
+	if got := ping(keep, keepSID); got != http.StatusOK {
+		t.Errorf("a session of the unchanged server: status %d, want 200", got)
+	}
+	if got := ping(change, changeSID); got != http.StatusNotFound {
+		t.Errorf("a session of the restarted server's old bridge: status %d, want 404", got)
+	}
+	change.initialize("2025-11-25")
+	endpoint(t, srv, "new").initialize("2025-11-25")
+}
+
+// TestMountsReady: /readyz is ready only when every server is, and says
+// which is not; each server's own /readyz is under its path.
+func TestMountsReady(t *testing.T) {
+	t.Parallel()
+	m, srv := newMounts(t)
+	if _, err := m.Apply([]httpapi.MountSpec{mountSpec(t, "ok", "1"), mountSpec(t, "missing", "1", "/nonexistent/mcp-server")}); err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) (int, map[string]any) {
+		resp, err := srv.Client().Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, body
+	}
+	code, body := get("/readyz")
+	servers, _ := body["servers"].(map[string]any)
+	missing, _ := servers["missing"].(map[string]any)
+	ok, _ := servers["ok"].(map[string]any)
+	if code != http.StatusServiceUnavailable || missing["reason"] != "command_not_found" || ok["status"] != "ready" {
+		t.Errorf("/readyz: %d %v, want 503 naming the missing command's server", code, body)
+	}
+	if code, _ := get("/servers/ok/readyz"); code != http.StatusOK {
+		t.Errorf("/servers/ok/readyz: %d, want 200", code)
+	}
+	if code, _ := get("/servers/missing/readyz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/servers/missing/readyz: %d, want 503", code)
+	}
+	if code, _ := get("/servers/none/readyz"); code != http.StatusNotFound {
+		t.Errorf("/servers/none/readyz: %d, want 404", code)
+	}
+	if code, _ := get("/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz: %d, want 200", code)
+	}
+}
