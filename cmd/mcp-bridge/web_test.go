@@ -1,17 +1,20 @@
 package main
 
 // TestWebPageInBrowser is issue 6's browser evidence for the web page: in
-// a real headless Chromium, the bridge's own page asks for the token,
-// shows live a session that a Go SDK client holds open, and its console
-// connects through the bridge's MCP endpoint, lists the tools and calls
-// two of them, showing the result and the progress as it arrives.
+// a real headless Chromium, the bridge's own page asks for the token (and
+// turns a wrong one away), shows live a session that a Go SDK client
+// holds open, and its console connects through the bridge's MCP endpoint,
+// lists the tools and calls two of them, showing the result and the
+// progress as it arrives.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -88,6 +91,7 @@ func TestWebPageInBrowser(t *testing.T) {
 		want []string
 	}{
 		{"login", []string{"Bearer token"}},
+		{"badToken", []string{"The bridge refused this token."}},
 		{"feedStatus", []string{"live"}},
 		{"session", []string{prefix, "WEB_TOKEN", "2025-11-25"}}, // the SDK client's session, by principal
 		{"children", []string{"pid ", "Uptime", "Restarts"}},
@@ -166,4 +170,34 @@ func runWebpage(t *testing.T, ctx context.Context, node, nodeModules string, arg
 		t.Errorf("webpage.mjs: %v\nstderr:\n%s", err, stderr.Bytes())
 	}
 	return res
+}
+
+// TestWebFeedShutdown: a page watching the live feed does not hold up the
+// bridge's shutdown. With a shutdown timeout longer than Signal waits, a
+// feed that outlived SIGTERM would fail the test.
+func TestWebFeedShutdown(t *testing.T) {
+	p := startBridge(t, environWithout(envPrefix), "--shutdown-timeout", "10m")
+	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", p.Base+"/ui/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("feed: status %d", resp.StatusCode)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() && sc.Text() != "event: snapshot" {
+	}
+	if sc.Err() != nil || sc.Text() != "event: snapshot" {
+		t.Fatalf("no snapshot on the feed: %v", sc.Err())
+	}
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("exit: %v\n%s", err, p.Stderr())
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Errorf("the feed did not end cleanly: %v", err)
+	}
 }

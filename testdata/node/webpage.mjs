@@ -4,10 +4,11 @@
 //
 // Usage: node webpage.mjs <page-url> <token> <session-id-prefix> <screenshot.png>
 //
-// Steps: the page asks for a token; the token is entered; the live view
-// shows the session whose id starts with the prefix; the console connects,
-// lists the tools, calls echo and then slow (with progress); a screenshot
-// is saved; the console disconnects. It prints one JSON line:
+// Steps: the page asks for a token; a wrong token is refused; the token is
+// entered; the live view shows the session whose id starts with the
+// prefix; the console connects, lists the tools, calls echo and then slow
+// (with progress); a screenshot is saved; the console disconnects. It
+// prints one JSON line:
 //
 //   {steps: {name: text shown, ...}, failed?: "step: error", console: [...], pageErrors: [...]}
 //
@@ -47,6 +48,12 @@ try {
   await page.goto(url, { timeout });
   await until("#login");
   out.steps.login = await text("#login");
+
+  step = "bad token";
+  await page.fill("#token", "not-the-token-0123456789");
+  await page.click("#token-submit");
+  await until("#login-error", "refused");
+  out.steps.badToken = await text("#login-error");
 
   step = "token";
   await page.fill("#token", token);

@@ -122,6 +122,12 @@ function askToken(message) {
   $("token").focus();
 }
 
+// refused forgets a token the bridge turned down and asks for another.
+function refused(message) {
+  sessionStorage.removeItem(TOKEN_KEY);
+  askToken(message);
+}
+
 function start() {
   $("login").hidden = true;
   $("app").hidden = false;
@@ -158,13 +164,11 @@ async function watchFeed() {
         signal: ctl.signal,
       });
       if (r.status === 401) {
-        const had = token();
-        sessionStorage.removeItem(TOKEN_KEY);
-        askToken(had ? "The bridge refused this token." : "This bridge needs a token.");
+        refused(token() ? "The bridge refused this token." : "This bridge needs a token.");
         return;
       }
       if (r.status === 403) {
-        askToken("This token may not use the bridge.");
+        refused("This token may not use the bridge.");
         return;
       }
       if (!r.ok) throw new Error("HTTP " + r.status);
@@ -470,7 +474,7 @@ async function connect() {
     state.client = null;
     $("connect").disabled = false;
     if (e instanceof AuthError) {
-      askToken("The bridge refused this token.");
+      refused("The bridge refused this token.");
       return;
     }
     setConsoleStatus("cannot connect: " + e.message, "error");
@@ -626,7 +630,7 @@ async function callTool() {
     renderResult(tool.name, res);
   } catch (e) {
     if (e instanceof AuthError) {
-      askToken("The bridge refused this token.");
+      refused("The bridge refused this token.");
       return;
     }
     box.className = "error";
