@@ -18,6 +18,7 @@ type Snapshot struct {
 
 // SessionSnapshot describes one session.
 type SessionSnapshot struct {
+	Server       string    `json:"server,omitempty"` // with several servers: its name
 	ID           string    `json:"id"`
 	Principal    string    `json:"principal,omitempty"`
 	Version      string    `json:"protocolVersion,omitempty"`
@@ -30,6 +31,7 @@ type SessionSnapshot struct {
 
 // ChildSnapshot describes one child process.
 type ChildSnapshot struct {
+	Server     string    `json:"server,omitempty"` // with several servers: its name
 	Pid        int       `json:"pid"`
 	Started    time.Time `json:"started"`
 	Restarts   int       `json:"restarts"`

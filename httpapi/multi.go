@@ -55,6 +55,9 @@ type MountsOptions struct {
 	StopTimeout time.Duration
 	// Logger is the logger. Default slog.Default().
 	Logger *slog.Logger
+	// Web, when set, serves the web page at / for every server (see
+	// mountsWeb).
+	Web *MountsWeb
 }
 
 // MountSpec is one server of the set given to Apply.
@@ -92,6 +95,7 @@ type mount struct {
 	fingerprint string
 	b           *bridge.Bridge
 	h           http.Handler
+	auth        bool // the server's endpoint requires a token
 
 	mu       sync.Mutex
 	inFlight int           // POSTs and DELETEs being served
@@ -177,6 +181,9 @@ func NewMounts(opts MountsOptions) *Mounts {
 		}
 		notFound(w)
 	})
+	if opts.Web != nil {
+		m.mountWeb(r, opts.Web)
+	}
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) { notFound(w) })
 	m.router = r
 	return m
@@ -306,7 +313,7 @@ func buildMount(s MountSpec) (*mount, error) {
 		_ = b.Close(context.Background()) // nothing started yet but the janitor
 		return nil, err
 	}
-	return &mount{name: s.Name, fingerprint: s.Fingerprint, b: b, h: h, idle: make(chan struct{})}, nil
+	return &mount{name: s.Name, fingerprint: s.Fingerprint, b: b, h: h, auth: opts.Auth != nil, idle: make(chan struct{})}, nil
 }
 
 // retire stops serving mt: new requests get 404 (or its successor), no

@@ -426,6 +426,7 @@ func openServers(cfg Config, environ []string, bc bridge.Config, ho httpapi.Opti
 			DrainTimeout: cfg.ShutdownTimeout,
 			StopTimeout:  2*cfg.StopGrace + time.Second,
 			Logger:       log,
+			Web:          mountsWeb(ho),
 		}),
 		file: cfg.ConfigFile, cfg: cfg, environ: environ, bridge: bc, http: ho, log: log,
 	}
@@ -433,6 +434,14 @@ func openServers(cfg Config, environ []string, bc bridge.Config, ho httpapi.Opti
 		return nil, err
 	}
 	return s, nil
+}
+
+// mountsWeb is the page of every server, when the page is on.
+func mountsWeb(ho httpapi.Options) *httpapi.MountsWeb {
+	if !ho.Web {
+		return nil
+	}
+	return &httpapi.MountsWeb{Auth: ho.Auth, Context: ho.Context, KeepAlive: ho.KeepAlive, WriteTimeout: ho.WriteTimeout}
 }
 
 // reloadOn rereads the file on every signal until ctx ends. A file that
@@ -497,8 +506,7 @@ func (s *serverSet) mountSpec(sp serverSpec) (httpapi.MountSpec, error) {
 	bc.Logger = log
 	ho := s.http
 	ho.Logger = log
-	// The web page shows one bridge; each mount would feed one of its
-	// own, for as long as the process lives. Not yet for --config.
+	// One page serves every server (Mounts), not one per server.
 	ho.Web = false
 	if len(sp.TokenEnvs) > 0 {
 		vars := envMap(s.environ)

@@ -229,7 +229,7 @@ function renderSnapshot() {
     el(
       "tr",
       { dataset: { session: s.id } },
-      el("td", { class: "mono" }, s.id + "…", mine && mine.startsWith(s.id) ? el("span", { class: "tag" }, "this console") : null),
+      el("td", { class: "mono" }, (s.server ? s.server + " · " : "") + s.id + "…", mine && mine.startsWith(s.id) ? el("span", { class: "tag" }, "this console") : null),
       el("td", {}, s.principal || "anonymous"),
       el("td", { class: "mono" }, s.protocolVersion || ""),
       el("td", {}, since(s.created)),
@@ -253,7 +253,7 @@ function renderSnapshot() {
     return el(
       "article",
       { class: "child", dataset: { pid: String(c.pid) } },
-      el("h3", {}, "pid " + c.pid),
+      el("h3", {}, (c.server ? c.server + " · " : "") + "pid " + c.pid),
       dl,
       el("pre", { class: "stderr", title: "last lines of stderr" }, tail.length ? tail.join("\n") : "(nothing on stderr)"),
     );

@@ -1,0 +1,113 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/mcp-bridge/mcp-bridge/auth"
+	"github.com/mcp-bridge/mcp-bridge/bridge"
+	"github.com/mcp-bridge/mcp-bridge/web"
+)
+
+// MountsWeb configures the web page of a set of servers.
+type MountsWeb struct {
+	// Auth guards the live feed: the bridge-wide verifier (flags), not a
+	// server's own tokens, since the feed shows every server. Nil: no
+	// authentication, which is refused (403) as soon as any server has
+	// tokens of its own.
+	Auth auth.Verifier
+	// Context ends the feed (the process is shutting down).
+	Context      context.Context
+	KeepAlive    time.Duration
+	WriteTimeout time.Duration
+}
+
+// mountWeb serves the page at / with a console that offers every server,
+// and one live feed that shows them all, each session and child labelled
+// with its server. The page's server list follows reloads.
+func (m *Mounts) mountWeb(r chi.Router, opts *MountsWeb) {
+	feed := web.NewFeed(web.FeedOptions{
+		Snapshot:     func() any { return m.webSnapshot() },
+		KeepAlive:    opts.KeepAlive,
+		WriteTimeout: opts.WriteTimeout,
+		Logger:       m.opts.Logger,
+	})
+	if opts.Context != nil {
+		context.AfterFunc(opts.Context, func() { _ = feed.Close() })
+	}
+	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		set := *m.set.Load()
+		names := make([]string, 0, len(set))
+		for name := range set {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		servers := make([]web.Server, 0, len(names))
+		for _, name := range names {
+			servers = append(servers, web.Server{Name: name, Path: MountPath(name)})
+		}
+		h, err := web.Handler(web.Page{Servers: servers, Auth: opts.Auth != nil || m.anyAuth()})
+		if err != nil {
+			writeError(w, &httpError{status: http.StatusInternalServerError, code: bridge.CodeInternalError, msg: "internal error"})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+	r.Method(http.MethodGet, web.IndexPath, page)
+	r.Method(http.MethodHead, web.IndexPath, page)
+	r.Method(http.MethodGet, web.AssetPrefix+"*", page)
+	r.Method(http.MethodHead, web.AssetPrefix+"*", page)
+	guard := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if opts.Auth == nil && m.anyAuth() {
+				writeError(w, &httpError{status: http.StatusForbidden, code: bridge.CodeInvalidRequest,
+					msg: "Forbidden: the live view shows every server, and some require tokens; give the bridge a bridge-wide one (--token-env or a JWT key)"})
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	r.Group(func(r chi.Router) {
+		if opts.Auth != nil {
+			r.Use((&authn{v: opts.Auth, resource: resourceURL{}, log: m.opts.Logger}).middleware)
+		}
+		r.Use(guard)
+		r.Method(http.MethodGet, web.FeedPath, feed)
+	})
+}
+
+// anyAuth reports whether some served server requires a token.
+func (m *Mounts) anyAuth() bool {
+	for _, mt := range *m.set.Load() {
+		if mt.auth {
+			return true
+		}
+	}
+	return false
+}
+
+// webSnapshot combines every server's snapshot, each session and child
+// labelled with its server.
+func (m *Mounts) webSnapshot() bridge.Snapshot {
+	out := bridge.Snapshot{Mode: "several servers", Command: "--config", Sessions: []bridge.SessionSnapshot{}, Children: []bridge.ChildSnapshot{}}
+	set := *m.set.Load()
+	for name, mt := range set {
+		s := webSnapshot(mt.b.Snapshot())
+		for _, x := range s.Sessions {
+			x.Server = name
+			out.Sessions = append(out.Sessions, x)
+		}
+		for _, x := range s.Children {
+			x.Server = name
+			out.Children = append(out.Children, x)
+		}
+		out.Waiting += s.Waiting
+	}
+	slices.SortFunc(out.Sessions, func(a, b bridge.SessionSnapshot) int { return a.Created.Compare(b.Created) })
+	slices.SortFunc(out.Children, func(a, b bridge.ChildSnapshot) int { return a.Started.Compare(b.Started) })
+	return out
+}
