@@ -32,13 +32,7 @@ func TestAuthConfigValidation(t *testing.T) {
 	if err := os.WriteFile(pemFile, authtest.PublicPEM(t, &is.RSA.PublicKey), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name    string
-		args    []string
-		env     []string
-		want    []string
-		notWant []string
-	}{
+	tests := []refusal{
 		{name: "token variable unset", args: []string{"--token-env", "NOPE_TOKEN"}, want: []string{"--token-env / MCP_BRIDGE_TOKEN_ENVS", "NOPE_TOKEN is not set"}},
 		{name: "token variable empty", args: []string{"--token-env", "EMPTY_TOKEN"}, env: []string{"EMPTY_TOKEN="}, want: []string{"EMPTY_TOKEN is empty"}},
 		{name: "token too short", env: []string{"MCP_BRIDGE_TOKEN_ENVS=SHORT_TOKEN", "SHORT_TOKEN=hunter2"}, want: []string{"SHORT_TOKEN", "shorter"}, notWant: []string{"hunter2"}},
@@ -61,25 +55,7 @@ func TestAuthConfigValidation(t *testing.T) {
 		{name: "tool rule without a glob", args: []string{"--tool-deny", "ALICE"}, want: []string{"--tool-deny / MCP_BRIDGE_TOOL_DENY", "SUBJECT=GLOB"}},
 		{name: "audit arguments without a log", args: []string{"--audit-arguments"}, want: []string{"--audit-arguments / MCP_BRIDGE_AUDIT_ARGUMENTS"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			code, stderr := runBridge(t, bin, tt.env, tt.args...)
-			if code == 0 {
-				t.Fatalf("exit status 0, want non-zero; stderr:\n%s", stderr)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(stderr, w) {
-					t.Errorf("stderr does not say %q:\n%s", w, stderr)
-				}
-			}
-			for _, nw := range tt.notWant {
-				if strings.Contains(stderr, nw) {
-					t.Errorf("stderr shows the value %q:\n%s", nw, stderr)
-				}
-			}
-		})
-	}
+	checkRefusals(t, bin, tests)
 }
 
 // bearerTransport adds a bearer token to every request.

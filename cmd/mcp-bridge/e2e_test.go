@@ -99,9 +99,10 @@ func connectGo(ctx context.Context, t *testing.T, url string, opts *mcp.ClientSe
 	return p
 }
 
-// dialGo is connectGo for goroutines other than the test's, which must not
-// call t.Fatal.
-func dialGo(ctx context.Context, t *testing.T, url string, opts *mcp.ClientSessionOptions) (*goPeer, error) {
+// newGoPeer is a peer whose client's handlers hand what the server sends
+// to the peer's channels, and answer sampling and elicitation; the caller
+// connects it over the transport under test.
+func newGoPeer(t *testing.T, name string) (*goPeer, *mcp.Client) {
 	p := &goPeer{
 		wire:     newWireLog(t),
 		progress: make(chan *mcp.ProgressNotificationParams, peerBuffer),
@@ -110,7 +111,7 @@ func dialGo(ctx context.Context, t *testing.T, url string, opts *mcp.ClientSessi
 		prompts:  make(chan string, peerBuffer),
 		asked:    make(chan string, peerBuffer),
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcp-bridge-e2e", Version: "0.0.1"}, &mcp.ClientOptions{
+	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: "0.0.1"}, &mcp.ClientOptions{
 		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			var prompt string
 			for _, m := range req.Params.Messages {
@@ -133,6 +134,13 @@ func dialGo(ctx context.Context, t *testing.T, url string, opts *mcp.ClientSessi
 			offer(p, p.updated, req.Params.URI)
 		},
 	})
+	return p, client
+}
+
+// dialGo is connectGo for goroutines other than the test's, which must not
+// call t.Fatal.
+func dialGo(ctx context.Context, t *testing.T, url string, opts *mcp.ClientSessionOptions) (*goPeer, error) {
+	p, client := newGoPeer(t, "mcp-bridge-e2e")
 	transport := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: p.wire}}
 	cs, err := client.Connect(ctx, transport, opts)
 	if err != nil {

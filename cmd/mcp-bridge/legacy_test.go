@@ -26,37 +26,7 @@ import (
 // cleanup.
 func connectLegacyGo(ctx context.Context, t *testing.T, sseURL string, opts *mcp.ClientSessionOptions) *goPeer {
 	t.Helper()
-	p := &goPeer{
-		wire:     newWireLog(t),
-		progress: make(chan *mcp.ProgressNotificationParams, peerBuffer),
-		logs:     make(chan *mcp.LoggingMessageParams, peerBuffer),
-		updated:  make(chan string, peerBuffer),
-		prompts:  make(chan string, peerBuffer),
-		asked:    make(chan string, peerBuffer),
-	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcp-bridge-legacy-e2e", Version: "0.0.1"}, &mcp.ClientOptions{
-		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			var prompt string
-			for _, m := range req.Params.Messages {
-				if tc, ok := m.Content.(*mcp.TextContent); ok {
-					prompt += tc.Text
-				}
-			}
-			offer(p, p.prompts, prompt)
-			return &mcp.CreateMessageResult{Role: "assistant", Model: "e2e-model", Content: &mcp.TextContent{Text: sampled(prompt)}}, nil
-		},
-		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			offer(p, p.asked, req.Params.Message)
-			return &mcp.ElicitResult{Action: "accept", Content: contact}, nil
-		},
-		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-			offer(p, p.progress, req.Params)
-		},
-		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) { offer(p, p.logs, req.Params) },
-		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-			offer(p, p.updated, req.Params.URI)
-		},
-	})
+	p, client := newGoPeer(t, "mcp-bridge-legacy-e2e")
 	cs, err := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: sseURL, HTTPClient: &http.Client{Transport: p.wire}}, opts)
 	if err != nil {
 		t.Fatalf("connect over HTTP+SSE: %v", err)

@@ -239,13 +239,7 @@ func TestChildEnvironment(t *testing.T) {
 
 func TestConfigValidation(t *testing.T) {
 	bin := testpeers.BuildGo(t, "./cmd/mcp-bridge")
-	tests := []struct {
-		name    string
-		args    []string
-		env     []string
-		want    []string // each must be in stderr
-		notWant []string // none may be in stderr: the values could be secrets
-	}{
+	tests := []refusal{
 		{name: "port out of range", args: []string{"--port", "70000"}, want: []string{"--port / MCP_BRIDGE_PORT"}},
 		{name: "port not a number", env: []string{"MCP_BRIDGE_PORT=abc"}, want: []string{"--port / MCP_BRIDGE_PORT", "integer"}},
 		{name: "response mode", args: []string{"--response-mode", "bogus"}, want: []string{"--response-mode / MCP_BRIDGE_RESPONSE_MODE"}},
@@ -281,28 +275,7 @@ func TestConfigValidation(t *testing.T) {
 			notWant: []string{"supersecret"},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			code, stderr := runBridge(t, bin, tt.env, tt.args...)
-			if code == 0 {
-				t.Fatalf("exit status 0, want non-zero; stderr:\n%s", stderr)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(stderr, w) {
-					t.Errorf("stderr does not name %q:\n%s", w, stderr)
-				}
-			}
-			for _, nw := range tt.notWant {
-				if strings.Contains(stderr, nw) {
-					t.Errorf("stderr shows the value %q:\n%s", nw, stderr)
-				}
-			}
-			if strings.Contains(stderr, "goroutine ") {
-				t.Errorf("mcp-bridge panicked:\n%s", stderr)
-			}
-		})
-	}
+	checkRefusals(t, bin, tests)
 
 	t.Run("flags override env", func(t *testing.T) {
 		t.Parallel()
@@ -838,6 +811,42 @@ func environWithout(prefix string) []string {
 		}
 	}
 	return out
+}
+
+// refusal is a configuration mcp-bridge must refuse to start with.
+type refusal struct {
+	name    string
+	args    []string
+	env     []string
+	want    []string // each must be in stderr
+	notWant []string // none may be in stderr: the values could be secrets
+}
+
+// checkRefusals runs the binary with each configuration: it must exit
+// non-zero, say what is wrong, never show a value, and not panic.
+func checkRefusals(t *testing.T, bin string, tests []refusal) {
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			code, stderr := runBridge(t, bin, tt.env, tt.args...)
+			if code == 0 {
+				t.Fatalf("exit status 0, want non-zero; stderr:\n%s", stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr does not name %q:\n%s", w, stderr)
+				}
+			}
+			for _, nw := range tt.notWant {
+				if strings.Contains(stderr, nw) {
+					t.Errorf("stderr shows the value %q:\n%s", nw, stderr)
+				}
+			}
+			if strings.Contains(stderr, "goroutine ") {
+				t.Errorf("mcp-bridge panicked:\n%s", stderr)
+			}
+		})
+	}
 }
 
 // runBridge runs mcp-bridge to its end and returns its exit status and
