@@ -122,7 +122,11 @@ type Bridge struct {
 	spawnSem     chan struct{}  // spawnConcurrency slots
 	spawnWaiting atomic.Int64   // sessions waiting for a slot
 
-	wg       sync.WaitGroup // session watchers
+	wg sync.WaitGroup // session watchers
+	// startMu orders child starts (wg.Add) before Close's wg.Wait: Close
+	// sets noStarts under it. A leaf lock: nothing is taken inside it.
+	startMu  sync.RWMutex
+	noStarts bool
 	stopJan  chan struct{}
 	janDone  chan struct{}
 	closeOne sync.Once
@@ -626,6 +630,9 @@ func (b *Bridge) Close(ctx context.Context) error {
 		ups = append(ups, u)
 	}
 	b.mu.Unlock()
+	b.startMu.Lock()
+	b.noStarts = true
+	b.startMu.Unlock()
 	var uwg sync.WaitGroup
 	for _, u := range ups {
 		uwg.Add(1)

@@ -94,17 +94,29 @@ func (u *upstream) start(log *slog.Logger) error { return u.startWith(log, nil) 
 // prepare (the re-initialization of a restarted shared child): requests
 // reach a child only after what it must hear first.
 func (u *upstream) startWith(log *slog.Logger, prepare func(*stdio.Child) error) error {
+	// The watch goroutine is counted under startMu with noStarts unset,
+	// so Close's Wait (after it sets noStarts) never races an Add; once
+	// the bridge closes, no child starts.
+	u.b.startMu.RLock()
+	closing := u.b.noStarts
+	if !closing {
+		u.b.wg.Add(1)
+	}
+	u.b.startMu.RUnlock()
+	if closing {
+		return fmt.Errorf("%w: %w", errNotStarted, ErrClosing)
+	}
 	opts := u.b.childOptions(log, u.env)
 	opts.OnMessage = u.fromChild
 	opts.OnOversize = u.oversize
 	child, err := stdio.Start(opts)
 	if err != nil {
+		u.b.wg.Done()
 		u.b.stats.ChildrenFailed.Add(1)
 		return fmt.Errorf("%w: %w", errNotStarted, err)
 	}
 	u.b.stats.ChildrenSpawned.Add(1)
 	u.b.children.Add(1)
-	u.b.wg.Add(1)
 	go func() { defer u.b.wg.Done(); u.watch(child) }()
 	if prepare != nil {
 		if err := prepare(child); err != nil {
