@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -213,6 +214,16 @@ func (h *mcpHandler) stream(w http.ResponseWriter, r *http.Request, st *bridge.S
 	if ids {
 		sw.prime(st.NextEventID())
 	}
+	ctx := r.Context()
+	if ids && h.opts.SSEMaxDuration > 0 {
+		// 2025-11-25: "the server MAY close the connection without
+		// terminating the SSE stream"; the client reconnects after the
+		// priming event's retry with Last-Event-ID, and Detach keeps what
+		// is owed for it.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.opts.SSEMaxDuration)
+		defer cancel()
+	}
 	for {
 		msgs = h.outbound(r, msgs)
 		for i, m := range msgs {
@@ -231,7 +242,7 @@ func (h *mcpHandler) stream(w http.ResponseWriter, r *http.Request, st *bridge.S
 		if final {
 			return
 		}
-		if err := st.Wait(r.Context(), keepAlive.C); err != nil {
+		if err := st.Wait(ctx, keepAlive.C); err != nil {
 			st.Detach()
 			return
 		}

@@ -71,6 +71,12 @@ type Options struct {
 	// KeepAlive is the interval of SSE comment keep-alives, which stop
 	// proxies and load balancers from closing quiet streams. Default 15 s.
 	KeepAlive time.Duration
+	// SSEMaxDuration, when positive, closes the connection of an SSE
+	// stream of a 2025-11-25 session after this long without ending the
+	// stream: the client reconnects with Last-Event-ID (after the retry
+	// the priming event gave) and gets the rest. Long-lived connections
+	// then never outlast a proxy's timeout. Default 0: off.
+	SSEMaxDuration time.Duration
 	// WriteTimeout bounds each write to a client, so a client that stopped
 	// reading cannot pin a handler for ever. Default 30 s. (There is
 	// deliberately no server-wide WriteTimeout: it would cut SSE streams.)

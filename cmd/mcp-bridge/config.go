@@ -57,6 +57,7 @@ type Config struct {
 	QueueLimit      int           `env:"QUEUE_LIMIT" envDefault:"1024" flag:"queue-limit" help:"server messages a session holds while no stream is open"`
 	StopGrace       time.Duration `env:"STOP_GRACE" envDefault:"2s" flag:"stop-grace" help:"wait after closing a process's stdin, and again after SIGTERM, before SIGKILL"`
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"10s" flag:"shutdown-timeout" help:"on SIGINT/SIGTERM, how long requests in flight may take to finish"`
+	SSEMaxDuration  time.Duration `env:"SSE_MAX_DURATION" envDefault:"0s" flag:"sse-max-duration" help:"close the connection of a 2025-11-25 session's SSE stream after this long (the client resumes with Last-Event-ID); 0: never"`
 	KeepAlive       time.Duration `env:"KEEPALIVE" envDefault:"15s" flag:"keepalive" help:"interval of SSE keep-alive comments"`
 	AllowOrigins    []string      `env:"ALLOW_ORIGINS" envSeparator:"," flag:"allow-origin" help:"browser origin allowed besides loopback ones, exact or with * (repeatable)"`
 	Web             bool          `env:"WEB" envDefault:"true" flag:"web" help:"serve the web page at / (live view of sessions and children, and an MCP console); its feed needs the same token as the MCP endpoint; --web=false turns it off"`
@@ -222,6 +223,9 @@ func (c *Config) validate() error {
 	}
 	if len(c.ClaimEnv) > 0 && (c.Mode == "shared" || c.Stateless) {
 		bad("ClaimEnv", "a shared process serves every principal: use --mode per-identity or per-session")
+	}
+	if c.SSEMaxDuration < 0 {
+		bad("SSEMaxDuration", "must not be negative")
 	}
 	switch c.ResponseMode {
 	case "auto", "sse", "json":

@@ -120,6 +120,7 @@ func run(ctx context.Context, args, environ []string, stderr io.Writer) int {
 		ClaimEnv:         cfg.claimEnv(),
 		SSEDelay:         cfg.SSEDelay,
 		KeepAlive:        cfg.KeepAlive,
+		SSEMaxDuration:   cfg.SSEMaxDuration,
 		AllowedOrigins:   cfg.AllowOrigins,
 		LoopbackOnly:     isLoopback(cfg.Host),
 		Web:              cfg.Web,
