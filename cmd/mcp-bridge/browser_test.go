@@ -116,19 +116,30 @@ type browserResult struct {
 	Console []string `json:"console"`
 }
 
-func TestBrowser(t *testing.T) {
+// browserPeers skips the test without Debian's chromium and fails it
+// without playwright-core; it returns node and the node_modules folder.
+func browserPeers(t *testing.T) (node, nodeModules string) {
+	t.Helper()
 	if _, err := os.Stat(chromium); err != nil {
 		t.Skipf("%s is not installed (test.sh installs Debian's chromium)", chromium)
 	}
-	nodeModules := filepath.Join(testpeers.ModuleRoot(t), "testdata", "node", "node_modules")
+	nodeModules = filepath.Join(testpeers.ModuleRoot(t), "testdata", "node", "node_modules")
 	if _, err := os.Stat(filepath.Join(nodeModules, "playwright-core", "package.json")); err != nil {
 		t.Fatalf("chromium is installed but playwright-core is not: run `npm ci --prefix testdata/node` (test.sh does)")
 	}
-	node := testpeers.Node(t)
+	return testpeers.Node(t), nodeModules
+}
 
+// randomToken is a fresh static token (192 random bits, hex).
+func randomToken() string {
 	var raw [24]byte
 	_, _ = rand.Read(raw[:])
-	token := hex.EncodeToString(raw[:])
+	return hex.EncodeToString(raw[:])
+}
+
+func TestBrowser(t *testing.T) {
+	node, nodeModules := browserPeers(t)
+	token := randomToken()
 
 	// The page server listens first: the allowed non-loopback origin names
 	// its port. app.test and evil.test resolve to 127.0.0.1 inside

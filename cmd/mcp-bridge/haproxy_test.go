@@ -112,15 +112,7 @@ func startHAProxy(t *testing.T, cfg string) (url string, logs func() string) {
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := ln.(*net.TCPListener).File()
-	ln.Close() // f holds the socket now
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, addr := loopbackListener(t)
 	defer f.Close() // haproxy has its own copy once started
 	check := exec.Command(bin, "-c", "-q", "-f", path)
 	check.ExtraFiles = []*os.File{f}
@@ -156,7 +148,7 @@ func startHAProxy(t *testing.T, cfg string) (url string, logs func() string) {
 		defer mu.Unlock()
 		return log.String()
 	}
-	return "http://" + ln.Addr().String(), logs
+	return "http://" + addr, logs
 }
 
 type writerFunc func([]byte) (int, error)
@@ -296,4 +288,22 @@ func scrapeMetrics(t *testing.T, hc *http.Client, base string) map[string]float6
 		t.Fatal(err)
 	}
 	return out
+}
+
+// loopbackListener is a listening socket on 127.0.0.1, as a file to hand
+// to a child (ExtraFiles): no port is chosen and freed, so none can be
+// taken in between. The caller closes it once the child has its copy.
+func loopbackListener(t *testing.T) (f *os.File, addr string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err = ln.(*net.TCPListener).File()
+	addr = ln.Addr().String()
+	ln.Close() // f holds the socket now
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, addr
 }

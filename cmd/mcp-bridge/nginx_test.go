@@ -18,7 +18,6 @@ import (
 	"bufio"
 	"bytes"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -84,15 +83,7 @@ func startNginx(t *testing.T, upstream, proxy string) string {
 		t.Skip("nginx is not installed (test.sh installs the Debian package)")
 	}
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := ln.(*net.TCPListener).File()
-	ln.Close() // f holds the socket now
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, addr := loopbackListener(t)
 	defer f.Close() // nginx has its own copy once started
 	// Run by another user, nginx runs its worker as that user.
 	user := ""
@@ -101,7 +92,7 @@ func startNginx(t *testing.T, upstream, proxy string) string {
 		// reach its temporary directories inside the test's 0700 one.
 		user = "user root root;"
 	}
-	conf := strings.NewReplacer("{{user}}", user, "{{dir}}", dir, "{{listen}}", ln.Addr().String(), "{{upstream}}", upstream, "{{proxy}}", proxy).Replace(nginxConfig)
+	conf := strings.NewReplacer("{{user}}", user, "{{dir}}", dir, "{{listen}}", addr, "{{upstream}}", upstream, "{{proxy}}", proxy).Replace(nginxConfig)
 	path := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
@@ -131,7 +122,7 @@ func startNginx(t *testing.T, upstream, proxy string) string {
 			t.Logf("nginx error log:\n%s%s", logs(), out.String())
 		}
 	})
-	return "http://" + ln.Addr().String()
+	return "http://" + addr
 }
 
 // sseLines reads an SSE response line by line, handing each event's data

@@ -11,8 +11,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -25,8 +23,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
 )
 
 // screenshotCopy is where the test also leaves its screenshot, for people
@@ -42,18 +38,8 @@ type webpageResult struct {
 }
 
 func TestWebPageInBrowser(t *testing.T) {
-	if _, err := os.Stat(chromium); err != nil {
-		t.Skipf("%s is not installed (test.sh installs Debian's chromium)", chromium)
-	}
-	nodeModules := filepath.Join(testpeers.ModuleRoot(t), "testdata", "node", "node_modules")
-	if _, err := os.Stat(filepath.Join(nodeModules, "playwright-core", "package.json")); err != nil {
-		t.Fatalf("chromium is installed but playwright-core is not: run `npm ci --prefix testdata/node` (test.sh does)")
-	}
-	node := testpeers.Node(t)
-
-	var raw [24]byte
-	_, _ = rand.Read(raw[:])
-	token := hex.EncodeToString(raw[:])
+	node, nodeModules := browserPeers(t)
+	token := randomToken()
 	p := startBridge(t, append(environWithout(envPrefix), "WEB_TOKEN="+token), "--token-env", "WEB_TOKEN")
 
 	// A live session held by a real SDK client: the page must show it.
