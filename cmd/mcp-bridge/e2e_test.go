@@ -340,22 +340,7 @@ func testHandshake(t *testing.T, c *goPeer, probe bool) {
 // level, and checks what the client saw and the order on the wire: every
 // progress notification before the result, on the call's own stream.
 func testSlow(ctx context.Context, t *testing.T, c *goPeer) {
-	const steps = 3
-	if err := c.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
-		t.Fatal(err)
-	}
-	params := &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"steps": steps, "delay_ms": 1}}
-	params.SetProgressToken("slow-1")
-	if got, want := c.callText(ctx, t, params), "Completed 3 steps"; got != want {
-		t.Errorf("slow = %q, want %q", got, want)
-	}
-	c.wantProgress(ctx, t, "slow-1", steps+1, steps, steps)
-	for i := range steps + 1 {
-		l := receive(ctx, t, c.logs, "log message")
-		if want := fmt.Sprintf("step %d of %d", i, steps); l.Level != "info" || l.Data != want {
-			t.Errorf("log #%d = %s %v, want info %q", i, l.Level, l.Data, want)
-		}
-	}
+	checkSlow(ctx, t, c)
 
 	// The client's handlers may run after CallTool returns; the wire says
 	// what the bridge sent, and in which order.
@@ -372,6 +357,28 @@ func testSlow(ctx context.Context, t *testing.T, c *goPeer) {
 	want := []string{"progress", "progress", "progress", "progress", "result"}
 	if !slices.Equal(order, want) {
 		t.Errorf("the slow call's stream (%s) carried %q, want %q", ex.contentType, order, want)
+	}
+}
+
+// checkSlow calls slow (token "slow-1") after raising the logging level
+// and checks what the client saw: the result, increasing progress, and
+// one info log per step.
+func checkSlow(ctx context.Context, t *testing.T, c *goPeer) {
+	const steps = 3
+	if err := c.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	params := &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"steps": steps, "delay_ms": 1}}
+	params.SetProgressToken("slow-1")
+	if got, want := c.callText(ctx, t, params), "Completed 3 steps"; got != want {
+		t.Errorf("slow = %q, want %q", got, want)
+	}
+	c.wantProgress(ctx, t, "slow-1", steps+1, steps, steps)
+	for i := range steps + 1 {
+		l := receive(ctx, t, c.logs, "log message")
+		if want := fmt.Sprintf("step %d of %d", i, steps); l.Level != "info" || l.Data != want {
+			t.Errorf("log #%d = %s %v, want info %q", i, l.Level, l.Data, want)
+		}
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -118,21 +117,7 @@ func testLegacyGoSDKClient(t *testing.T, mode string) {
 				t.Errorf("echo = %q, want %q", got, msg)
 			}
 
-			const steps = 3
-			if err := c.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
-				t.Fatal(err)
-			}
-			params := &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"steps": steps, "delay_ms": 1}}
-			params.SetProgressToken("slow-1")
-			if got, want := c.callText(ctx, t, params), "Completed 3 steps"; got != want {
-				t.Errorf("slow = %q, want %q", got, want)
-			}
-			c.wantProgress(ctx, t, "slow-1", steps+1, steps, steps)
-			for i := range steps + 1 {
-				if l := receive(ctx, t, c.logs, "log message"); l.Data != fmt.Sprintf("step %d of %d", i, steps) {
-					t.Errorf("log #%d = %v", i, l.Data)
-				}
-			}
+			checkSlow(ctx, t, c)
 
 			const prompt = "what is 6*7?"
 			if got, want := c.callText(ctx, t, &mcp.CallToolParams{Name: "sample", Arguments: map[string]any{"prompt": prompt}}), "LLM response: "+sampled(prompt); got != want {
