@@ -147,17 +147,17 @@ func (h *mcpHandler) post(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if st == nil {
-		// Only notifications and responses: "the server MUST return HTTP
-		// status code 202 Accepted with no body".
-		w.WriteHeader(http.StatusAccepted)
-		return nil
-	}
 	return h.respond(w, r, st, batch, wantJSON, wantSSE)
 }
 
-// respond writes the responses to a POST's requests as JSON or SSE.
+// respond writes the responses to a POST's requests as JSON or SSE; a
+// POST of only notifications and responses (st nil) gets "HTTP status
+// code 202 Accepted with no body".
 func (h *mcpHandler) respond(w http.ResponseWriter, r *http.Request, st *bridge.Stream, batch, wantJSON, wantSSE bool) error {
+	if st == nil {
+		w.WriteHeader(http.StatusAccepted)
+		return nil
+	}
 	mode := h.opts.ResponseMode
 	switch {
 	case !wantSSE:

@@ -47,9 +47,5 @@ func (h *mcpHandler) statelessPost(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	if st == nil {
-		w.WriteHeader(http.StatusAccepted)
-		return nil
-	}
 	return h.respond(w, r, st, batch, wantJSON, wantSSE)
 }
