@@ -24,11 +24,18 @@ import (
 
 // Defaults for the zero values of Config.
 const (
-	DefaultMaxSessions  = 1000
-	DefaultIdleTimeout  = 30 * time.Minute
-	DefaultQueueLimit   = 1024
-	DefaultKeepDetached = 64
-	DefaultSpawnQueue   = 64
+	DefaultMaxSessions = 1000
+	DefaultIdleTimeout = 30 * time.Minute
+	DefaultQueueLimit  = 1024
+	// DefaultEventLogEvents and DefaultEventLogBytes bound a session's
+	// event log (Config.EventLogEvents, EventLogBytes).
+	DefaultEventLogEvents = 4096
+	DefaultEventLogBytes  = 4 << 20
+	// DefaultStreamBufferEvents and DefaultStreamBufferBytes bound what
+	// waits for a stream's reader (Config.StreamBufferEvents, ...).
+	DefaultStreamBufferEvents = 1024
+	DefaultStreamBufferBytes  = 1 << 20
+	DefaultSpawnQueue         = 64
 	// spawnConcurrency is how many processes start at once.
 	spawnConcurrency = 8
 )
@@ -79,6 +86,20 @@ type Config struct {
 	// open to take them. Default 1024. Over it, messages are dropped,
 	// logged and counted.
 	QueueLimit int
+	// EventLogEvents and EventLogBytes bound a session's event log: the
+	// SSE events its streams sent (or would have sent to a client that
+	// left), kept so a client that lost its connection can resume with
+	// Last-Event-ID. The oldest events age out first; a resume from
+	// before them fails with CodeEventsGone rather than leave a gap. The
+	// bytes bound also caps a session's queue. Defaults 4096 and 4 MiB.
+	EventLogEvents int
+	EventLogBytes  int
+	// StreamBufferEvents and StreamBufferBytes bound the messages waiting
+	// for one stream's reader. A reader that falls further behind has its
+	// connection dropped, so it never holds up the child or anyone else;
+	// its client can resume from the log. Defaults 1024 and 1 MiB.
+	StreamBufferEvents int
+	StreamBufferBytes  int
 	// Logger is the base logger. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -100,6 +121,8 @@ type Stats struct {
 	ChildrenShutdown  atomic.Int64 // stopped because the bridge shut down
 	ChildrenCrashed   atomic.Int64 // exited before the bridge asked them to
 	ChildrenRestarted atomic.Int64 // shared children restarted after a crash
+	StreamsCut        atomic.Int64 // connections dropped because their client fell behind
+	EventsEvicted     atomic.Int64 // events aged out of sessions' logs
 }
 
 // Bridge holds the live sessions.
@@ -115,6 +138,7 @@ type Bridge struct {
 	// identities are the owners' children, in ModePerIdentity.
 	identities map[string]*upstream
 
+	streamIDs    atomic.Int64   // stream ids given out
 	children     atomic.Int64   // child processes alive
 	pool         chan *upstream // started children waiting for a session
 	poolKick     chan struct{}  // capacity 1: the pool may need refilling
@@ -145,6 +169,18 @@ func New(cfg Config) (*Bridge, error) {
 	}
 	if cfg.QueueLimit <= 0 {
 		cfg.QueueLimit = DefaultQueueLimit
+	}
+	if cfg.EventLogEvents <= 0 {
+		cfg.EventLogEvents = DefaultEventLogEvents
+	}
+	if cfg.EventLogBytes <= 0 {
+		cfg.EventLogBytes = DefaultEventLogBytes
+	}
+	if cfg.StreamBufferEvents <= 0 {
+		cfg.StreamBufferEvents = DefaultStreamBufferEvents
+	}
+	if cfg.StreamBufferBytes <= 0 {
+		cfg.StreamBufferBytes = DefaultStreamBufferBytes
 	}
 	switch cfg.Mode {
 	case "":

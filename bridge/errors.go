@@ -17,6 +17,7 @@ const (
 	KindConflict                // e.g. a second GET stream on a session
 	KindUnavailable             // over a limit (sessions): try again later
 	KindTooLarge                // a message over a size limit
+	KindGone                    // what a client asked to have again has aged out
 )
 
 // JSON-RPC error codes the bridge uses. The -32000..-32099 range is for
@@ -42,6 +43,9 @@ const (
 	CodeResponseTooLarge = -32004
 	// CodeChildExited: the child process ended before answering.
 	CodeChildExited = -32005
+	// CodeEventsGone: a Last-Event-ID whose following events have aged
+	// out of the session's event log; resuming would leave a gap.
+	CodeEventsGone = -32006
 )
 
 // Error is the bridge's error type: a Kind for the transport, a message the
@@ -69,6 +73,9 @@ var (
 	ErrStreamConflict  = &Error{Kind: KindConflict, Code: CodeInvalidRequest, Message: "a stream for server-initiated messages is already open for this session"}
 	ErrTooManySessions = &Error{Kind: KindUnavailable, Code: CodeInternalError, Message: "too many sessions"}
 	ErrClosing         = &Error{Kind: KindUnavailable, Code: CodeBridgeClosing, Message: "the bridge is shutting down"}
+	// ErrStreamBehind: the stream's client fell too far behind and its
+	// connection is being dropped (Stream.Next).
+	ErrStreamBehind = &Error{Kind: KindUnavailable, Code: CodeInternalError, Message: "the client fell too far behind on the stream"}
 )
 
 // Is makes errors.Is match on the sentinel's message and kind, so a

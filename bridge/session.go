@@ -2,11 +2,14 @@ package bridge
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,12 +28,12 @@ type Session struct {
 
 	version   string           // negotiated protocol version
 	byClient  map[string]int64 // client id (raw bytes) -> child-side id, in flight
-	streams   int64            // streams opened, for stream ids
-	lastGET   int64            // id of the latest GET stream
 	get       *Stream          // the open GET stream, if any
 	posts     map[*Stream]bool // POST streams a client is reading
 	queue     [][]byte         // server messages waiting for a stream
-	detached  []*Stream        // streams whose client left, kept for the session
+	queued    int              // bytes in queue
+	known     map[int64]*Stream
+	sweepAt   int // len(known) at which to forget streams nothing can resume
 	closed    bool
 	endReason string // why the session ended, for errors to requests still in flight
 	lastSeen  time.Time
@@ -39,6 +42,16 @@ type Session struct {
 	logLevel  int             // shared mode: lowest level it wants (index in logLevels); -1: all
 	subs      map[string]bool // shared mode: resources it subscribed to
 	stateless bool            // one stateless HTTP request's session
+
+	// The event log: every event of the session's resumable streams that
+	// is still kept, oldest first (order[orderHead:], by stream; each
+	// stream holds its own events in Stream.kept). Guarded by logMu,
+	// which is taken after the upstream's and a stream's locks.
+	logMu     sync.Mutex
+	order     []*Stream
+	orderHead int
+	logEvents int
+	logBytes  int
 
 	endOnce sync.Once
 	done    chan struct{}
@@ -63,6 +76,8 @@ func newSession(b *Bridge, id string) *Session {
 		log:      b.log.With("session", id),
 		byClient: make(map[string]int64),
 		posts:    make(map[*Stream]bool),
+		known:    make(map[int64]*Stream),
+		sweepAt:  sweepMin,
 		lastSeen: b.cfg.Now(),
 		created:  b.cfg.Now(),
 		logLevel: -1,
@@ -352,13 +367,14 @@ func (s *Session) deliverLocked(msg []byte) {
 			return
 		}
 	}
-	if len(s.queue) >= s.b.cfg.QueueLimit {
+	if len(s.queue) >= s.b.cfg.QueueLimit || s.queued+len(msg) > s.b.cfg.EventLogBytes {
 		s.b.stats.QueueDrops.Add(1)
 		s.log.Warn("no stream open and the session's queue is full; dropped a server message",
-			"queue_limit", s.b.cfg.QueueLimit, "message", string(msg[:min(len(msg), 200)]))
+			"queue_limit", s.b.cfg.QueueLimit, "queue_bytes", s.queued, "message", string(msg[:min(len(msg), 200)]))
 		return
 	}
 	s.queue = append(s.queue, msg)
+	s.queued += len(msg)
 }
 
 // answerLocked puts the response to c (nil: none) on its stream, and
@@ -386,77 +402,108 @@ func (s *Session) OpenStream() (*Stream, error) {
 	}
 	st := newStream(s, true, 0, false)
 	s.get = st
-	s.lastGET = st.id
 	s.touchLocked()
-	for _, m := range s.queue {
-		st.push(m, false)
-	}
-	s.queue = nil
+	s.unqueueLocked(st)
 	return st, nil
 }
 
+// unqueueLocked hands the messages waiting for a stream to st, the
+// session's GET stream.
+func (s *Session) unqueueLocked(st *Stream) {
+	for _, m := range s.queue {
+		st.push(m, false)
+	}
+	s.queue, s.queued = nil, 0
+}
+
 // Resume reattaches the stream that lastEventID came from, after its
-// client lost the connection: a POST stream delivers the messages it kept
-// and then whatever is still owed; for the GET stream, it is reopened.
-// An id that names no stream this session still holds is an error, not a
-// silent gap.
+// client lost the connection, replaying from the session's event log
+// exactly the events after that id, then what the stream still has to
+// send: the rest of a POST stream's responses, or, for a GET stream,
+// server messages as before. Only streams of this session can be named:
+// stream ids are unique within the bridge. An id that names nothing the
+// session sent, or whose following events have aged out of the log, is an
+// error, never a silent gap.
 func (s *Session) Resume(lastEventID string) (*Stream, error) {
-	sid, _, _ := strings.Cut(lastEventID, "_")
-	n, err := strconv.ParseInt(sid, 10, 64)
-	if err != nil {
+	sid, sn, ok := strings.Cut(lastEventID, "_")
+	id, err1 := strconv.ParseInt(sid, 10, 64)
+	n, err2 := strconv.ParseInt(sn, 10, 64)
+	if !ok || err1 != nil || err2 != nil || n < 0 {
 		return nil, invalid(CodeInvalidRequest, "Invalid Last-Event-ID: not an event id of this bridge", nil)
 	}
 	for try := 0; ; try++ {
-		s.up.mu.Lock()
-		for i, st := range s.detached {
-			if st.id != n {
-				continue
-			}
-			s.detached = append(s.detached[:i], s.detached[i+1:]...)
-			st.mu.Lock()
-			st.attached = true
-			st.gone = make(chan struct{})
-			final := st.final
-			st.mu.Unlock()
-			if !final {
-				s.posts[st] = true
-			}
-			s.up.mu.Unlock()
-			st.signal()
-			return st, nil
+		u := s.up
+		u.mu.Lock()
+		if s.closed {
+			u.mu.Unlock()
+			return nil, ErrSessionNotFound
 		}
-		// The stream may still be attached to its old connection: a
-		// client reconnects as soon as it sees the connection drop, often
-		// before the server has noticed. Wait for the old handler to let
-		// go, briefly, once.
-		var old *Stream
-		for st := range s.posts {
-			if st.id == n {
-				old = st
-			}
-		}
-		if s.get != nil && s.get.id == n {
-			old = s.get
-		}
-		wasGET := s.get == nil && n <= s.streams && s.lastGET == n
-		s.up.mu.Unlock()
-		if wasGET {
-			return s.OpenStream()
-		}
-		if old == nil || try > 0 {
+		st := s.known[id]
+		if st == nil {
+			u.mu.Unlock()
 			// Not KindNotFound: a 404 would tell the client its session
 			// is gone, and it is not.
-			return nil, invalid(CodeInvalidRequest, "Last-Event-ID names no stream this session can resume; its events are gone", nil)
+			return nil, invalid(CodeInvalidRequest, "Last-Event-ID names no stream of this session that can be resumed", nil)
 		}
-		old.mu.Lock()
-		gone := old.gone
-		old.mu.Unlock()
-		t := time.NewTimer(resumeWait)
-		select {
-		case <-gone:
-		case <-t.C:
+		st.mu.Lock()
+		if st.attached {
+			// The stream may still be read by its old connection: a
+			// client reconnects as soon as it sees the connection drop,
+			// often before the server has noticed. Wait for the old
+			// handler to let go, briefly, once.
+			gone := st.gone
+			st.mu.Unlock()
+			u.mu.Unlock()
+			if try > 0 {
+				return nil, &Error{Kind: KindConflict, Code: CodeInvalidRequest, Message: "the stream of this Last-Event-ID is being read by another connection"}
+			}
+			t := time.NewTimer(resumeWait)
+			select {
+			case <-gone:
+			case <-t.C:
+			}
+			t.Stop()
+			continue
 		}
-		t.Stop()
+		if st.get && s.get != nil {
+			st.mu.Unlock()
+			u.mu.Unlock()
+			return nil, ErrStreamConflict
+		}
+		var err error
+		s.logMu.Lock()
+		switch {
+		case n > st.seq:
+			err = invalid(CodeInvalidRequest, "Last-Event-ID names an event its stream has not sent", nil)
+		case st.evicted > n:
+			err = &Error{Kind: KindGone, Code: CodeEventsGone, Message: fmt.Sprintf(
+				"the events after Last-Event-ID %s have aged out of the session's event log (it keeps %d events and %d bytes); resuming would leave a gap",
+				lastEventID, s.b.cfg.EventLogEvents, s.b.cfg.EventLogBytes)}
+		default:
+			st.cursor = n + 1
+		}
+		s.logMu.Unlock()
+		if err != nil {
+			st.mu.Unlock()
+			u.mu.Unlock()
+			return nil, err
+		}
+		st.attached = true
+		st.behind = false
+		st.gone = make(chan struct{})
+		final := st.final
+		st.mu.Unlock()
+		switch {
+		case st.get:
+			s.get = st
+			s.unqueueLocked(st)
+		case !final:
+			s.posts[st] = true
+		}
+		s.touchLocked()
+		u.mu.Unlock()
+		st.signal()
+		return st, nil
 	}
 }
 
@@ -469,35 +516,83 @@ func (s *Session) detach(st *Stream) {
 	defer s.up.mu.Unlock()
 	s.touchLocked()
 	st.mu.Lock()
-	st.attached = false
-	if st.gone != nil {
-		close(st.gone)
-		st.gone = nil
-	}
-	left := st.msgs
-	final := st.final
-	if st.get {
-		st.msgs = nil
+	st.letGoLocked()
+	var left [][]byte
+	switch {
+	case st.get:
+		left = st.msgs
+		st.msgs, st.pendingBytes = nil, 0
+	case st.resumable && len(st.msgs) > 0:
+		// Into the log, where the client finds them if it resumes, and
+		// within the log's bounds if it never does.
+		s.logMu.Lock()
+		for _, m := range st.msgs {
+			s.commitLocked(st, m)
+		}
+		s.logMu.Unlock()
+		st.clearLocked()
 	}
 	st.mu.Unlock()
-	if st.get {
-		if s.get == st {
-			s.get = nil
-		}
-		// What the client did not take goes back, in order, to wait for
-		// the next stream.
-		s.queue = append(left, s.queue...)
+	if !st.get {
+		delete(s.posts, st)
 		return
 	}
-	delete(s.posts, st)
-	if !final || len(left) > 0 {
-		// Responses still to come, or not yet read: keep them for the
-		// session (a resuming client can fetch them), never elsewhere.
-		s.detached = append(s.detached, st)
-		if len(s.detached) > DefaultKeepDetached {
-			s.detached = s.detached[1:]
+	if s.get == st {
+		s.get = nil
+	}
+	// What the client did not take goes back, in order, to wait for the
+	// next stream. This can take the queue over its bounds by what one
+	// stream held, which is bounded too: nothing is dropped here.
+	for _, m := range left {
+		s.queued += len(m)
+	}
+	s.queue = append(left, s.queue...)
+}
+
+// sweepMin is the least number of streams a session tracks before it
+// looks for ones to forget.
+const sweepMin = 32
+
+// keepIdleGETs is how many GET streams that were left, with no events in
+// the log, a session remembers, so that a client resuming one from its
+// last event is not refused.
+const keepIdleGETs = 16
+
+// trackLocked records a new stream, so Resume can find it, and forgets
+// the streams no client could resume any more: complete, with nothing
+// kept in the log or waiting.
+func (s *Session) trackLocked(st *Stream) {
+	s.known[st.id] = st
+	if len(s.known) < s.sweepAt {
+		return
+	}
+	var idleGETs []*Stream
+	for id, k := range s.known {
+		k.mu.Lock()
+		idle := !k.attached && len(k.msgs) == 0
+		final := k.final
+		k.mu.Unlock()
+		if !idle {
+			continue
+		}
+		s.logMu.Lock()
+		kept := len(k.kept)
+		s.logMu.Unlock()
+		switch {
+		case kept > 0:
+		case final || !k.resumable:
+			delete(s.known, id)
+		case k.get:
+			idleGETs = append(idleGETs, k)
 		}
 	}
+	if len(idleGETs) > keepIdleGETs {
+		slices.SortFunc(idleGETs, func(a, b *Stream) int { return cmp.Compare(a.id, b.id) })
+		for _, k := range idleGETs[:len(idleGETs)-keepIdleGETs] {
+			delete(s.known, k.id)
+		}
+	}
+	s.sweepAt = max(sweepMin, 2*len(s.known))
 }
 
 // Close ends the session at the client's request (DELETE). In per-session

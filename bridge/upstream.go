@@ -210,7 +210,7 @@ func (u *upstream) fromChild(line []byte) {
 		}
 		msg := splice(line, f.params, splice(params, tok, c.token))
 		c.sess.touchLocked()
-		if c.st.canCarry() {
+		if c.st.canKeep() {
 			c.st.push(msg, false)
 		} else {
 			c.sess.deliverLocked(msg)

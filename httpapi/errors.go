@@ -35,6 +35,8 @@ func errorStatus(k bridge.Kind) int {
 		return http.StatusServiceUnavailable
 	case bridge.KindTooLarge:
 		return http.StatusRequestEntityTooLarge
+	case bridge.KindGone:
+		return http.StatusGone
 	default:
 		return http.StatusInternalServerError
 	}

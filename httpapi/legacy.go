@@ -111,6 +111,7 @@ type legacyConn struct {
 	id    string
 	owner string // auth.Principal.Key of the GET; every POST must be the same principal
 	ctx   context.Context
+	cut   func()        // drops the connection: a stream fell behind
 	out   chan []byte   // pumps to the writer, unbuffered
 	ended chan struct{} // closed when the session (or its GET stream) has ended
 	end   func()        // closes ended, once
@@ -171,6 +172,10 @@ func (c *legacyConn) pump(st *bridge.Stream, t *postTrack, get bool) {
 		if get {
 			defer c.end()
 		}
+		// A client that does not read would let the stream's buffer grow:
+		// past its bounds the connection is dropped, which ends the
+		// session (the legacy transport cannot resume).
+		st.SetCut(c.cut)
 		var msgs [][]byte
 		for {
 			if err := st.Wait(c.ctx, nil); err != nil {
@@ -252,10 +257,14 @@ func (l *legacy) get(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
+	sw, err := startSSE(ctx, w, l.h.opts.WriteTimeout)
+	if err != nil {
+		return nil
+	}
 	ended := make(chan struct{})
 	var endOnce sync.Once
 	c := &legacyConn{id: id, owner: principal(r).Key(), ctx: ctx, out: make(chan []byte), ended: ended,
-		end: func() { endOnce.Do(func() { close(ended) }) }}
+		end: func() { endOnce.Do(func() { close(ended) }) }, cut: func() { cancel(); sw.cut() }}
 	l.mu.Lock()
 	l.conns[id] = c
 	l.mu.Unlock()
@@ -276,10 +285,6 @@ func (l *legacy) get(w http.ResponseWriter, r *http.Request) error {
 		log.Info("legacy SSE stream closed")
 	}()
 
-	sw, err := startSSE(w, l.h.opts.WriteTimeout)
-	if err != nil {
-		return nil
-	}
 	sw.endpoint(l.endpoint + "?sessionId=" + id)
 	if err := sw.flush(); err != nil {
 		return nil
@@ -307,7 +312,10 @@ func (l *legacy) get(w http.ResponseWriter, r *http.Request) error {
 				}
 			}
 			for _, m := range l.h.outbound(r, batch) {
-				sw.message("", m)
+				if err := sw.message("", m); err != nil {
+					log.Debug("legacy SSE write failed; closing the stream", "err", err)
+					return nil
+				}
 			}
 			clear(batch)
 		case <-keepAlive.C:

@@ -141,7 +141,7 @@ func (h *mcpHandler) post(w http.ResponseWriter, r *http.Request) error {
 		r = r.WithContext(withTrack(r.Context(), t))
 	}
 	if m := denied(msgs, h.opts.ToolPolicy.For(p)); m != nil {
-		return h.refuseTool(w, m, batch, wantJSON, t)
+		return h.refuseTool(w, r, m, batch, wantJSON, t)
 	}
 	st, err := sess.Send(msgs, jsonOnly)
 	if err != nil {
@@ -166,11 +166,10 @@ func (h *mcpHandler) respond(w http.ResponseWriter, r *http.Request, st *bridge.
 		mode = ModeSSE
 	}
 	ctx := r.Context()
-	var msgs [][]byte
-	final := false
 	switch mode {
 	case ModeJSON:
-		for !final {
+		var msgs [][]byte
+		for final := false; !final; {
 			if err := st.Wait(ctx, nil); err != nil {
 				st.Detach() // the client left; the answer stays with the session
 				return nil
@@ -191,50 +190,65 @@ func (h *mcpHandler) respond(w http.ResponseWriter, r *http.Request, st *bridge.
 			st.Detach()
 			return nil
 		}
-		msgs, final = st.Take(msgs)
-		if final && !batch && len(msgs) == 1 {
-			writeJSON(w, h.outbound(r, msgs), false)
-			return nil
+		if !batch {
+			if m, ok := st.TakeOnly(); ok {
+				writeJSON(w, h.outbound(r, [][]byte{m}), false)
+				return nil
+			}
 		}
 	}
-	h.stream(w, r, st, msgs, final)
+	h.stream(w, r, st)
 	return nil
 }
 
 // stream writes a Stream as SSE until it is complete or the client leaves.
-func (h *mcpHandler) stream(w http.ResponseWriter, r *http.Request, st *bridge.Stream, msgs [][]byte, final bool) {
-	sw, err := startSSE(w, h.opts.WriteTimeout)
+func (h *mcpHandler) stream(w http.ResponseWriter, r *http.Request, st *bridge.Stream) {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	sw, err := startSSE(ctx, w, h.opts.WriteTimeout)
 	if err != nil {
 		st.Detach()
 		return
 	}
+	// A client that falls behind is cut off rather than let the stream's
+	// buffer grow: it resumes from the session's event log.
+	st.SetCut(func() { cancel(); sw.cut() })
 	keepAlive := time.NewTicker(h.opts.KeepAlive)
 	defer keepAlive.Stop()
-	ids := st.EventIDs()
-	if ids {
-		sw.prime(st.NextEventID())
+	primes := st.Primes()
+	if primes {
+		sw.prime(st.PrimeID())
 	}
-	ctx := r.Context()
-	if ids && h.opts.SSEMaxDuration > 0 {
+	wait := ctx
+	if primes && h.opts.SSEMaxDuration > 0 {
 		// 2025-11-25: "the server MAY close the connection without
 		// terminating the SSE stream"; the client reconnects after the
 		// priming event's retry with Last-Event-ID, and Detach keeps what
 		// is owed for it.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, h.opts.SSEMaxDuration)
-		defer cancel()
+		var cancelWait context.CancelFunc
+		wait, cancelWait = context.WithTimeout(ctx, h.opts.SSEMaxDuration)
+		defer cancelWait()
 	}
-	for {
-		msgs = h.outbound(r, msgs)
-		for i, m := range msgs {
-			id := ""
-			if ids {
-				id = st.NextEventID()
-			}
-			sw.message(id, m)
-			msgs[i] = nil
+	filter := h.outboundFilter(r)
+	var evs []bridge.Event
+	for first := true; ; first = false {
+		var final bool
+		evs, final, err = st.Next(evs[:0])
+		if err != nil {
+			st.Detach()
+			return
 		}
-		msgs = msgs[:0]
+		if len(evs) == 0 && !final && !first {
+			// Wait returns with nothing to take only when the ticker fired.
+			sw.comment("keep-alive")
+		}
+		for i := range evs {
+			if err := sw.message(evs[i].ID, filter(evs[i].Data)); err != nil {
+				st.Detach()
+				return
+			}
+			evs[i] = bridge.Event{}
+		}
 		if err := sw.flush(); err != nil {
 			st.Detach()
 			return
@@ -242,14 +256,17 @@ func (h *mcpHandler) stream(w http.ResponseWriter, r *http.Request, st *bridge.S
 		if final {
 			return
 		}
-		if err := st.Wait(ctx, keepAlive.C); err != nil {
+		if err := st.Wait(wait, keepAlive.C); err != nil {
 			st.Detach()
 			return
 		}
-		msgs, final = st.Take(msgs)
-		if len(msgs) == 0 && !final {
-			sw.comment("keep-alive")
-		}
+	}
+}
+
+// sseOne answers with a one-event SSE stream.
+func (h *mcpHandler) sseOne(w http.ResponseWriter, r *http.Request, msg []byte) {
+	if sw, err := startSSE(r.Context(), w, h.opts.WriteTimeout); err == nil && sw.message("", msg) == nil {
+		_ = sw.flush()
 	}
 }
 
@@ -273,7 +290,7 @@ func (h *mcpHandler) get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	h.stream(w, r, st, nil, false)
+	h.stream(w, r, st)
 	return nil
 }
 

@@ -399,12 +399,16 @@ var (
 		"MCP server processes started and waiting for a session (--prespawn).", nil, nil)
 	descUnroutable = prometheus.NewDesc("mcp_bridge_unroutable_responses_total",
 		"Responses from MCP servers to ids nobody asked, dropped.", nil, nil)
+	descStreamsCut = prometheus.NewDesc("mcp_bridge_streams_cut_total",
+		"SSE connections dropped because their client fell behind (--stream-buffer-events, --stream-buffer-bytes); the client can resume.", nil, nil)
+	descEventsEvicted = prometheus.NewDesc("mcp_bridge_events_evicted_total",
+		"SSE events aged out of sessions' event logs (--event-log-events, --event-log-bytes).", nil, nil)
 )
 
 func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSessions, descSessionsCreated, descSessionsEnded,
 		descChildrenSpawned, descChildrenFailed, descChildrenExited, descQueueDrops, descOversize, descUnroutable,
-		descChildrenRestarted, descChildren, descWaiting} {
+		descChildrenRestarted, descChildren, descWaiting, descStreamsCut, descEventsEvicted} {
 		ch <- d
 	}
 }
@@ -427,6 +431,8 @@ func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descOversize, s.OversizeLines.Load())
 	counter(descUnroutable, s.UnroutableDrops.Load())
 	counter(descChildrenRestarted, s.ChildrenRestarted.Load())
+	counter(descStreamsCut, s.StreamsCut.Load())
+	counter(descEventsEvicted, s.EventsEvicted.Load())
 	ch <- prometheus.MustNewConstMetric(descChildren, prometheus.GaugeValue, float64(c.b.Children()))
 	ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(c.b.WaitingChildren()))
 }

@@ -187,7 +187,7 @@ func denied(msgs []bridge.Message, f *auth.ToolFilter) *bridge.Message {
 // request, its JSON-RPC error, as the child would answer an unknown tool;
 // a batch is refused whole (403), since its other requests would need
 // answers the bridge cannot give.
-func (h *mcpHandler) refuseTool(w http.ResponseWriter, m *bridge.Message, batch, wantJSON bool, t *postTrack) error {
+func (h *mcpHandler) refuseTool(w http.ResponseWriter, r *http.Request, m *bridge.Message, batch, wantJSON bool, t *postTrack) error {
 	name, _ := toolOf(m)
 	h.log.Info("tools/call refused by the tool policy", "tool", name)
 	msg := "tool " + quote(name) + " is not allowed for this principal (tool policy)"
@@ -202,11 +202,7 @@ func (h *mcpHandler) refuseTool(w http.ResponseWriter, m *bridge.Message, batch,
 		writeJSON(w, [][]byte{body}, false)
 		return nil
 	}
-	sw, err := startSSE(w, h.opts.WriteTimeout)
-	if err == nil {
-		sw.message("", body)
-		_ = sw.flush()
-	}
+	h.sseOne(w, r, body)
 	return nil
 }
 
@@ -214,20 +210,29 @@ func (h *mcpHandler) refuseTool(w http.ResponseWriter, m *bridge.Message, batch,
 // written to the client: it is called on every stream, so a tools/list
 // result is filtered however it travels (its POST, a resumed stream).
 func (h *mcpHandler) outbound(r *http.Request, msgs [][]byte) [][]byte {
+	filter := h.outboundFilter(r)
+	for i, m := range msgs {
+		msgs[i] = filter(m)
+	}
+	return msgs
+}
+
+// outboundFilter is outbound for one message at a time.
+func (h *mcpHandler) outboundFilter(r *http.Request) func([]byte) []byte {
 	if h.opts.ToolPolicy == nil && h.audit == nil {
-		return msgs
+		return func(m []byte) []byte { return m }
 	}
 	f := h.opts.ToolPolicy.For(principal(r))
 	t, _ := r.Context().Value(trackKey{}).(*postTrack)
-	for i, m := range msgs {
+	return func(m []byte) []byte {
 		if f != nil {
-			msgs[i] = filterToolList(m, f)
+			m = filterToolList(m, f)
 		}
 		if t != nil {
-			t.observe(msgs[i])
+			t.observe(m)
 		}
+		return m
 	}
-	return msgs
 }
 
 func withTrack(ctx context.Context, t *postTrack) context.Context {

@@ -401,7 +401,8 @@ func TestHealthz(t *testing.T) {
 // TestResumePOSTStream: on 2025-11-25 a POST stream opens with a priming
 // event (an id, empty data, a retry field); a client that loses it before
 // the response resumes with GET and Last-Event-ID and gets the rest of
-// that stream, response included. Older versions get no empty events.
+// that stream, response included. Older versions get no empty events,
+// but ids all the same: their streams are resumable too.
 func TestResumePOSTStream(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	sid := e.initialize("2025-11-25")
@@ -436,8 +437,8 @@ func TestResumePOSTStream(t *testing.T) {
 	old := e.initialize("2025-06-18")
 	resp = e.do(req{sid: old, accept: "text/event-stream", body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`})
 	for _, ev := range readSSE(t, resp.Body) {
-		if ev.data == "" || ev.id != "" {
-			t.Fatalf("a 2025-06-18 session got %+v", ev)
+		if ev.data == "" || ev.id == "" {
+			t.Fatalf("a 2025-06-18 session got %+v: want data and an id", ev)
 		}
 	}
 }

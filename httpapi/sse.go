@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"time"
 )
@@ -16,11 +17,18 @@ type sseWriter struct {
 	rc      *http.ResponseController
 	timeout time.Duration
 	buf     []byte
+	// ctx ends when the stream is to stop (cut); no write starts after.
+	ctx context.Context
 }
 
+// bigEvent is the size from which an event's data is written through
+// rather than copied into the buffer: a message of tens of MiB for a slow
+// client is then held once, by the bridge, not twice.
+const bigEvent = 64 << 10
+
 // startSSE sends the stream's headers at once, so the client sees the
-// stream open before the first event.
-func startSSE(w http.ResponseWriter, timeout time.Duration) (*sseWriter, error) {
+// stream open before the first event. ctx ends the stream's writes (cut).
+func startSSE(ctx context.Context, w http.ResponseWriter, timeout time.Duration) (*sseWriter, error) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -28,7 +36,7 @@ func startSSE(w http.ResponseWriter, timeout time.Duration) (*sseWriter, error) 
 	// stuck in a proxy buffer is a hung call for the client.
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	s := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: timeout}
+	s := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: timeout, ctx: ctx}
 	return s, s.flush()
 }
 
@@ -47,16 +55,27 @@ func (s *sseWriter) prime(id string) {
 
 // message queues one JSON-RPC message as an SSE event, with an id unless
 // id is empty. JSON from the bridge is always a single line, so one data
-// field carries it.
-func (s *sseWriter) message(id string, data []byte) {
+// field carries it. A big message is written at once, without a copy.
+func (s *sseWriter) message(id string, data []byte) error {
 	if id != "" {
 		s.buf = append(s.buf, "id: "...)
 		s.buf = append(s.buf, id...)
 		s.buf = append(s.buf, '\n')
 	}
 	s.buf = append(s.buf, "event: message\ndata: "...)
-	s.buf = append(s.buf, data...)
+	if len(data) >= bigEvent {
+		if err := s.write(s.buf); err != nil {
+			return err
+		}
+		if err := s.write(data); err != nil {
+			return err
+		}
+		s.buf = s.buf[:0]
+	} else {
+		s.buf = append(s.buf, data...)
+	}
 	s.buf = append(s.buf, '\n', '\n')
+	return nil
 }
 
 // endpoint queues the first event of a legacy (2024-11-05) stream: "the
@@ -78,12 +97,29 @@ func (s *sseWriter) comment(text string) {
 // flush writes what is queued and pushes it to the client now: an SSE
 // event held in a buffer is an event late.
 func (s *sseWriter) flush() error {
-	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
 	if len(s.buf) > 0 {
-		if _, err := s.w.Write(s.buf); err != nil {
+		if err := s.write(s.buf); err != nil {
 			return err
 		}
 		s.buf = s.buf[:0]
 	}
 	return s.rc.Flush()
+}
+
+// write writes b within the write timeout. The deadline is set before the
+// check of ctx, so a cut either stops the write before it starts or, by
+// moving the deadline to now, ends it.
+func (s *sseWriter) write(b []byte) error {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	if err := s.ctx.Err(); err != nil {
+		return err
+	}
+	_, err := s.w.Write(b)
+	return err
+}
+
+// cut ends the stream from another goroutine: a write in progress fails
+// at once, and so does any later one (the caller cancels ctx too).
+func (s *sseWriter) cut() {
+	_ = s.rc.SetWriteDeadline(time.Now())
 }

@@ -19,7 +19,7 @@ func (h *mcpHandler) statelessPost(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	if m := denied(msgs, h.opts.ToolPolicy.For(principal(r))); m != nil {
-		return h.refuseTool(w, m, batch, wantJSON, nil)
+		return h.refuseTool(w, r, m, batch, wantJSON, nil)
 	}
 	if err := checkVersion(r); err != nil {
 		return err
@@ -37,9 +37,8 @@ func (h *mcpHandler) statelessPost(w http.ResponseWriter, r *http.Request) error
 	if answer != nil {
 		if wantJSON {
 			writeJSON(w, [][]byte{answer}, false)
-		} else if sw, err := startSSE(w, h.opts.WriteTimeout); err == nil {
-			sw.message("", answer)
-			_ = sw.flush()
+		} else {
+			h.sseOne(w, r, answer)
 		}
 		return nil
 	}
