@@ -23,7 +23,8 @@ type Stream struct {
 	get  bool  // the session's GET stream
 	init bool  // carries the InitializeResult: no priming, as the client knows no version yet
 	// resumable: its events get ids and go to the session's log. Every
-	// stream but one whose client takes a single JSON body.
+	// stream but one whose client takes a single JSON body, or one of a
+	// stateless request, which no GET can name.
 	resumable bool
 
 	mu           sync.Mutex
@@ -61,17 +62,18 @@ type Event struct {
 // newStream is called with the session's lock held.
 func newStream(s *Session, get bool, want int, jsonOnly bool) *Stream {
 	st := &Stream{sess: s, id: s.b.streamIDs.Add(1), get: get, want: want, jsonOnly: jsonOnly,
-		resumable: !jsonOnly, attached: true, cursor: 1,
+		resumable: !jsonOnly && !s.stateless, attached: true, cursor: 1,
 		wake: make(chan struct{}, 1), gone: make(chan struct{})}
 	s.trackLocked(st)
 	return st
 }
 
 // Primes reports whether the stream opens with a priming event (an id
-// and empty data): only for sessions that negotiated 2025-11-25 or later,
-// whose clients expect it; older clients crash on empty data.
+// and empty data): only for resumable streams of sessions that negotiated
+// 2025-11-25 or later, whose clients expect it; older clients crash on
+// empty data.
 func (st *Stream) Primes() bool {
-	return !st.init && VersionAtLeast(st.sess.Version(), "2025-11-25")
+	return st.resumable && !st.init && VersionAtLeast(st.sess.Version(), "2025-11-25")
 }
 
 // PrimeID is the id for a priming event on the current connection: that

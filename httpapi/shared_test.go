@@ -263,6 +263,19 @@ func TestStateless(t *testing.T) {
 	if pids[0] == "" || pids[0] != pids[1] || pids[1] != pids[2] {
 		t.Fatalf("pids %v: want one child for every request", pids)
 	}
+	// An SSE answer has no event ids and no priming event: no GET could
+	// resume it, so a client must not be invited to try.
+	slow := e.do(req{version: "2025-11-25", accept: "text/event-stream",
+		body: `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"slow","arguments":{"ms":10,"steps":2},"_meta":{"progressToken":"p"}}}`})
+	events := readSSE(t, slow.Body)
+	for _, ev := range events {
+		if ev.id != "" || ev.data == "" {
+			t.Fatalf("stateless SSE event %+v: want data and no id", ev)
+		}
+	}
+	if len(events) < 2 {
+		t.Fatalf("stateless SSE: %+v", events)
+	}
 	checkStatus(t, e.do(req{body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`}), 202, 0)
 	checkStatus(t, e.do(req{method: "GET"}), 405, bridge.CodeInvalidRequest)
 	checkStatus(t, e.do(req{method: "DELETE"}), 405, bridge.CodeInvalidRequest)
