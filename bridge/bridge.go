@@ -31,11 +31,7 @@ const (
 	// event log (Config.EventLogEvents, EventLogBytes).
 	DefaultEventLogEvents = 4096
 	DefaultEventLogBytes  = 4 << 20
-	// DefaultStreamBufferEvents and DefaultStreamBufferBytes bound what
-	// waits for a stream's reader (Config.StreamBufferEvents, ...).
-	DefaultStreamBufferEvents = 1024
-	DefaultStreamBufferBytes  = 1 << 20
-	DefaultSpawnQueue         = 64
+	DefaultSpawnQueue     = 64
 	// spawnConcurrency is how many processes start at once.
 	spawnConcurrency = 8
 )
@@ -87,19 +83,15 @@ type Config struct {
 	// logged and counted.
 	QueueLimit int
 	// EventLogEvents and EventLogBytes bound a session's event log: the
-	// SSE events its streams sent (or would have sent to a client that
-	// left), kept so a client that lost its connection can resume with
+	// SSE events its streams sent, or have for a reader that is behind or
+	// gone, kept so a client that lost its connection can resume with
 	// Last-Event-ID. The oldest events age out first; a resume from
-	// before them fails with CodeEventsGone rather than leave a gap. The
-	// bytes bound also caps a session's queue. Defaults 4096 and 4 MiB.
+	// before them fails with CodeEventsGone rather than leave a gap, and a
+	// reader whose unread events age out has its connection dropped. The
+	// same bounds cap what waits for one GET stream's reader, and the
+	// bytes bound a session's queue. Defaults 4096 and 4 MiB.
 	EventLogEvents int
 	EventLogBytes  int
-	// StreamBufferEvents and StreamBufferBytes bound the messages waiting
-	// for one stream's reader. A reader that falls further behind has its
-	// connection dropped, so it never holds up the child or anyone else;
-	// its client can resume from the log. Defaults 1024 and 1 MiB.
-	StreamBufferEvents int
-	StreamBufferBytes  int
 	// Logger is the base logger. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -175,12 +167,6 @@ func New(cfg Config) (*Bridge, error) {
 	}
 	if cfg.EventLogBytes <= 0 {
 		cfg.EventLogBytes = DefaultEventLogBytes
-	}
-	if cfg.StreamBufferEvents <= 0 {
-		cfg.StreamBufferEvents = DefaultStreamBufferEvents
-	}
-	if cfg.StreamBufferBytes <= 0 {
-		cfg.StreamBufferBytes = DefaultStreamBufferBytes
 	}
 	switch cfg.Mode {
 	case "":

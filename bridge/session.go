@@ -26,22 +26,24 @@ type Session struct {
 	up    *upstream
 	log   *slog.Logger
 
-	version   string           // negotiated protocol version
-	byClient  map[string]int64 // client id (raw bytes) -> child-side id, in flight
-	get       *Stream          // the open GET stream, if any
-	posts     map[*Stream]bool // POST streams a client is reading
-	queue     [][]byte         // server messages waiting for a stream
-	queued    int              // bytes in queue
-	known     map[int64]*Stream
-	sweepAt   int // len(known) at which to forget streams nothing can resume
-	closed    bool
-	endReason string // why the session ended, for errors to requests still in flight
-	lastSeen  time.Time
-	created   time.Time
-	ready     bool            // s.up is set; guarded by the bridge's mutex
-	logLevel  int             // shared mode: lowest level it wants (index in logLevels); -1: all
-	subs      map[string]bool // shared mode: resources it subscribed to
-	stateless bool            // one stateless HTTP request's session
+	version     string           // negotiated protocol version
+	byClient    map[string]int64 // client id (raw bytes) -> child-side id, in flight
+	get         *Stream          // the open GET stream, if any
+	posts       map[*Stream]bool // POST streams a client is reading
+	queue       [][]byte         // server messages waiting for a stream
+	queued      int              // bytes in queue
+	known       map[int64]*Stream
+	forgotten   map[int64]forgottenStream // streams dropped from known, by id
+	forgotOrder []int64                   // ids in forgotten, oldest first
+	sweepAt     int                       // len(known) at which to forget streams nothing can resume
+	closed      bool
+	endReason   string // why the session ended, for errors to requests still in flight
+	lastSeen    time.Time
+	created     time.Time
+	ready       bool            // s.up is set; guarded by the bridge's mutex
+	logLevel    int             // shared mode: lowest level it wants (index in logLevels); -1: all
+	subs        map[string]bool // shared mode: resources it subscribed to
+	stateless   bool            // one stateless HTTP request's session
 
 	// The event log: every event of the session's resumable streams that
 	// is still kept, oldest first (order[orderHead:], by stream; each
@@ -390,21 +392,45 @@ func (s *Session) doneLocked(c *call) {
 }
 
 // OpenStream opens the session's GET stream for server-initiated
-// messages. There is at most one (ErrStreamConflict).
+// messages. There is at most one (ErrStreamConflict); one whose client
+// has just gone is waited for, briefly, as in Resume.
 func (s *Session) OpenStream() (*Stream, error) {
-	s.up.mu.Lock()
-	defer s.up.mu.Unlock()
-	if s.closed {
-		return nil, ErrSessionNotFound
+	for try := 0; ; try++ {
+		s.up.mu.Lock()
+		if s.closed {
+			s.up.mu.Unlock()
+			return nil, ErrSessionNotFound
+		}
+		if old := s.get; old != nil {
+			old.mu.Lock()
+			gone := old.gone
+			old.mu.Unlock()
+			s.up.mu.Unlock()
+			if try > 0 || gone == nil || !waitGone(gone) {
+				return nil, ErrStreamConflict
+			}
+			continue
+		}
+		st := newStream(s, true, 0, false)
+		s.get = st
+		s.touchLocked()
+		s.unqueueLocked(st)
+		s.up.mu.Unlock()
+		return st, nil
 	}
-	if s.get != nil {
-		return nil, ErrStreamConflict
+}
+
+// waitGone waits up to resumeWait for a stream's client to let go and
+// reports whether it did.
+func waitGone(gone <-chan struct{}) bool {
+	t := time.NewTimer(resumeWait)
+	defer t.Stop()
+	select {
+	case <-gone:
+		return true
+	case <-t.C:
+		return false
 	}
-	st := newStream(s, true, 0, false)
-	s.get = st
-	s.touchLocked()
-	s.unqueueLocked(st)
-	return st, nil
 }
 
 // unqueueLocked hands the messages waiting for a stream to st, the
@@ -440,10 +466,27 @@ func (s *Session) Resume(lastEventID string) (*Stream, error) {
 		}
 		st := s.known[id]
 		if st == nil {
+			t, ok := s.forgotten[id]
 			u.mu.Unlock()
-			// Not KindNotFound: a 404 would tell the client its session
-			// is gone, and it is not.
-			return nil, invalid(CodeInvalidRequest, "Last-Event-ID names no stream of this session that can be resumed", nil)
+			switch {
+			case !ok:
+				// Not KindNotFound: a 404 would tell the client its
+				// session is gone, and it is not.
+				return nil, invalid(CodeInvalidRequest, "Last-Event-ID names no stream of this session that can be resumed", nil)
+			case n > t.seq:
+				return nil, invalid(CodeInvalidRequest, "Last-Event-ID names an event its stream has not sent", nil)
+			case n < t.seq:
+				return nil, s.goneError(lastEventID)
+			case t.get:
+				// The client has all that stream sent; nothing has gone to
+				// it since it was left. A new GET stream misses nothing.
+				return s.OpenStream()
+			default:
+				// A complete POST stream the client has all of.
+				done := &Stream{sess: s, id: id, resumable: true, final: true, attached: true,
+					seq: n, evicted: n, cursor: n + 1, wake: make(chan struct{}, 1), gone: make(chan struct{})}
+				return done, nil
+			}
 		}
 		st.mu.Lock()
 		if st.attached {
@@ -457,12 +500,7 @@ func (s *Session) Resume(lastEventID string) (*Stream, error) {
 			if try > 0 {
 				return nil, &Error{Kind: KindConflict, Code: CodeInvalidRequest, Message: "the stream of this Last-Event-ID is being read by another connection"}
 			}
-			t := time.NewTimer(resumeWait)
-			select {
-			case <-gone:
-			case <-t.C:
-			}
-			t.Stop()
+			waitGone(gone)
 			continue
 		}
 		if st.get && s.get != nil {
@@ -476,11 +514,10 @@ func (s *Session) Resume(lastEventID string) (*Stream, error) {
 		case n > st.seq:
 			err = invalid(CodeInvalidRequest, "Last-Event-ID names an event its stream has not sent", nil)
 		case st.evicted > n:
-			err = &Error{Kind: KindGone, Code: CodeEventsGone, Message: fmt.Sprintf(
-				"the events after Last-Event-ID %s have aged out of the session's event log (it keeps %d events and %d bytes); resuming would leave a gap",
-				lastEventID, s.b.cfg.EventLogEvents, s.b.cfg.EventLogBytes)}
+			err = s.goneError(lastEventID)
 		default:
 			st.cursor = n + 1
+			st.behind = false
 		}
 		s.logMu.Unlock()
 		if err != nil {
@@ -489,7 +526,6 @@ func (s *Session) Resume(lastEventID string) (*Stream, error) {
 			return nil, err
 		}
 		st.attached = true
-		st.behind = false
 		st.gone = make(chan struct{})
 		final := st.final
 		st.mu.Unlock()
@@ -507,6 +543,12 @@ func (s *Session) Resume(lastEventID string) (*Stream, error) {
 	}
 }
 
+func (s *Session) goneError(lastEventID string) error {
+	return &Error{Kind: KindGone, Code: CodeEventsGone, Message: fmt.Sprintf(
+		"the events after Last-Event-ID %s have aged out of the session's event log (it keeps %d events and %d bytes); resuming would leave a gap",
+		lastEventID, s.b.cfg.EventLogEvents, s.b.cfg.EventLogBytes)}
+}
+
 // resumeWait bounds how long a resume waits for the stream's old
 // connection to be given up.
 const resumeWait = 2 * time.Second
@@ -522,15 +564,14 @@ func (s *Session) detach(st *Stream) {
 	case st.get:
 		left = st.msgs
 		st.msgs, st.pendingBytes = nil, 0
-	case st.resumable && len(st.msgs) > 0:
+	case st.resumable:
 		// Into the log, where the client finds them if it resumes, and
 		// within the log's bounds if it never does.
 		s.logMu.Lock()
-		for _, m := range st.msgs {
-			s.commitLocked(st, m)
-		}
+		st.spillLocked()
 		s.logMu.Unlock()
-		st.clearLocked()
+	default:
+		st.clearLocked() // no one can ask for them again
 	}
 	st.mu.Unlock()
 	if !st.get {
@@ -558,16 +599,29 @@ const sweepMin = 32
 // last event is not refused.
 const keepIdleGETs = 16
 
+// maxForgotten bounds the streams a session remembers after forgetting
+// them, so that a resume from one is answered as precisely as before.
+const maxForgotten = 1024
+
+// forgottenStream is what Resume needs of a forgotten stream.
+type forgottenStream struct {
+	seq int64 // its last event
+	get bool
+}
+
 // trackLocked records a new stream, so Resume can find it, and forgets
-// the streams no client could resume any more: complete, with nothing
-// kept in the log or waiting.
+// the streams no client can read from any more: complete, or left GET
+// streams beyond the newest keepIdleGETs, with nothing in the log or
+// waiting. Their last event numbers are remembered (up to maxForgotten
+// streams), so a resume from one still gets 410 or a stream that ends at
+// once, not an "unknown id".
 func (s *Session) trackLocked(st *Stream) {
 	s.known[st.id] = st
 	if len(s.known) < s.sweepAt {
 		return
 	}
 	var idleGETs []*Stream
-	for id, k := range s.known {
+	for _, k := range s.known {
 		k.mu.Lock()
 		idle := !k.attached && len(k.msgs) == 0
 		final := k.final
@@ -581,7 +635,7 @@ func (s *Session) trackLocked(st *Stream) {
 		switch {
 		case kept > 0:
 		case final || !k.resumable:
-			delete(s.known, id)
+			s.forgetLocked(k)
 		case k.get:
 			idleGETs = append(idleGETs, k)
 		}
@@ -589,10 +643,30 @@ func (s *Session) trackLocked(st *Stream) {
 	if len(idleGETs) > keepIdleGETs {
 		slices.SortFunc(idleGETs, func(a, b *Stream) int { return cmp.Compare(a.id, b.id) })
 		for _, k := range idleGETs[:len(idleGETs)-keepIdleGETs] {
-			delete(s.known, k.id)
+			s.forgetLocked(k)
 		}
 	}
 	s.sweepAt = max(sweepMin, 2*len(s.known))
+}
+
+func (s *Session) forgetLocked(st *Stream) {
+	delete(s.known, st.id)
+	s.logMu.Lock()
+	seq := st.seq
+	s.logMu.Unlock()
+	if !st.resumable || seq == 0 {
+		return // no client has an id of it to resume from
+	}
+	if s.forgotten == nil {
+		s.forgotten = make(map[int64]forgottenStream)
+	}
+	s.forgotten[st.id] = forgottenStream{seq: seq, get: st.get}
+	s.forgotOrder = append(s.forgotOrder, st.id)
+	if len(s.forgotOrder) > maxForgotten {
+		delete(s.forgotten, s.forgotOrder[0])
+		s.forgotOrder[0] = 0
+		s.forgotOrder = s.forgotOrder[1:]
+	}
 }
 
 // Close ends the session at the client's request (DELETE). In per-session

@@ -28,24 +28,27 @@ type Stream struct {
 	resumable bool
 
 	mu           sync.Mutex
-	msgs         [][]byte // pending: not yet taken by the transport
+	msgs         [][]byte // pending: not yet numbered or taken by the transport
 	pendingBytes int
 	want         int  // responses still owed (POST streams)
 	final        bool // nothing more will be appended
 	attached     bool // a client is reading it
+	// sse: an SSE writer reads it, so what comes for a POST stream goes
+	// straight to the log, numbered, however far behind the writer is.
+	sse bool
 	// jsonOnly: the client takes one JSON body, so only responses may be
 	// put here; anything else is routed elsewhere.
 	jsonOnly bool
 	wake     chan struct{} // capacity 1: "something changed"
 	gone     chan struct{} // closed when the current client lets go (Detach)
-	cut      func()        // drops the current connection (SetCut)
-	behind   bool          // cut for falling behind; the client may resume
 
 	// Guarded by the session's logMu.
 	seq     int64       // number of the last event given an id; the priming event is 0
-	kept    []keptEvent // this stream's events still in the session's log, oldest first
+	kept    []keptEvent // this stream's events still in the session's log, numbers evicted+1..seq
 	evicted int64       // number of the last event that aged out of the log
 	cursor  int64       // number of the next event the current client needs
+	cut     func()      // drops the current connection (SetCut)
+	behind  bool        // the client lost events it had not read: its connection is cut
 }
 
 type keptEvent struct {
@@ -101,31 +104,50 @@ func (st *Stream) signal() {
 	}
 }
 
+// Spilling: a POST stream's pending messages go to the log, numbered,
+// once they are this many or this big, even before an SSE writer reads
+// the stream (the transport may hold a response for up to --sse-delay
+// before it decides between JSON and SSE).
+const (
+	spillEvents = 64
+	spillBytes  = 256 << 10
+)
+
 // push appends msg (nil: nothing to append). response marks it as one of
 // the responses owed. It reports whether the stream is now final. Called
 // with the session's lock held.
 //
-// A message for a stream nobody reads goes straight to the session's log,
-// where a resuming client finds it; that keeps what a gone client is owed
-// within the log's bounds. A stream whose reader falls more than the
-// stream buffer behind is cut: its connection is dropped, and the client
-// may resume from the log.
+// Nothing here waits for a reader. A POST stream's messages go to the
+// session's event log, numbered, as soon as an SSE writer reads the
+// stream, or its client has left, or too many wait: the log's bounds are
+// then the stream's, and a reader that falls so far behind that an event
+// it has not read ages out is cut off (commitLocked), to learn on resume
+// that the events are gone. A GET stream keeps its messages pending until
+// its reader takes them (if the client leaves they go back to the
+// session's queue, for whichever stream opens next), and a reader more
+// than the log's bounds behind is cut off too.
 func (st *Stream) push(msg []byte, response bool) bool {
-	var cut func()
+	s := st.sess
 	st.mu.Lock()
 	if msg != nil {
-		if !st.attached && st.resumable && !st.get {
-			st.sess.logMu.Lock()
-			st.sess.commitLocked(st, msg)
-			st.sess.logMu.Unlock()
-		} else {
+		switch {
+		case !st.attached && !st.resumable:
+			// A client that wanted one JSON body, or a stateless request,
+			// and left: no one can ask for it again.
+			s.log.Debug("dropped a message for a client that left", "stream", st.id)
+		case st.resumable && !st.get && (!st.attached || st.sse ||
+			len(st.msgs) >= spillEvents || st.pendingBytes+len(msg) > spillBytes):
+			s.logMu.Lock()
+			st.spillLocked()
+			s.commitLocked(st, msg, false)
+			s.logMu.Unlock()
+		default:
 			st.msgs = append(st.msgs, msg)
 			st.pendingBytes += len(msg)
-			cfg := &st.sess.b.cfg
-			if st.attached && st.cut != nil && !st.behind && len(st.msgs) > 1 &&
-				(len(st.msgs) > cfg.StreamBufferEvents || st.pendingBytes > cfg.StreamBufferBytes) {
-				st.behind = true
-				cut = st.cut
+			if len(st.msgs) > s.b.cfg.EventLogEvents || st.pendingBytes > s.b.cfg.EventLogBytes {
+				s.logMu.Lock()
+				s.behindLocked(st)
+				s.logMu.Unlock()
 			}
 		}
 	}
@@ -136,16 +158,32 @@ func (st *Stream) push(msg []byte, response bool) bool {
 		}
 	}
 	final := st.final
-	n, size := len(st.msgs), st.pendingBytes
 	st.mu.Unlock()
-	if cut != nil {
-		st.sess.b.stats.StreamsCut.Add(1)
-		st.sess.log.Warn("a client fell behind on its stream; dropped the connection (it can resume with Last-Event-ID)",
-			"stream", st.id, "pending_events", n, "pending_bytes", size)
-		cut()
-	}
 	st.signal()
 	return final
+}
+
+// spillLocked moves the pending messages to the log, in order. Called
+// with st.mu and the session's logMu held.
+func (st *Stream) spillLocked() {
+	for _, m := range st.msgs {
+		st.sess.commitLocked(st, m, false)
+	}
+	st.clearLocked()
+}
+
+// behindLocked cuts off the client of st, which has fallen too far
+// behind: its connection is dropped, and when it resumes it learns what
+// it can still have. Called with the session's logMu held.
+func (s *Session) behindLocked(st *Stream) {
+	if st.cut == nil || st.behind {
+		return
+	}
+	st.behind = true
+	s.b.stats.StreamsCut.Add(1)
+	s.log.Warn("a client fell too far behind on its stream; dropped the connection (it may resume with Last-Event-ID)",
+		"stream", st.id, "event_log_events", s.b.cfg.EventLogEvents, "event_log_bytes", s.b.cfg.EventLogBytes)
+	st.cut()
 }
 
 // finish marks the stream as complete: nothing more will come.
@@ -176,23 +214,23 @@ func (st *Stream) canKeep() bool {
 }
 
 // SetCut registers how to drop the connection that reads the stream, for
-// a reader that falls behind (see push). It must not block or call back
-// into the bridge. Detach forgets it.
+// a reader that falls too far behind (see push). It must not block or
+// call back into the bridge. The reader letting go forgets it.
 func (st *Stream) SetCut(cut func()) {
-	st.mu.Lock()
+	st.sess.logMu.Lock()
 	st.cut = cut
-	st.mu.Unlock()
+	st.sess.logMu.Unlock()
 }
 
-// Wait blocks until the stream has messages or is final, ctx ends (its
-// error is returned) or timeout fires (then it returns nil with nothing to
-// take). A nil timeout never fires.
+// Wait blocks until the stream has something to take or is final, ctx
+// ends (its error is returned) or timeout fires (then it returns nil with
+// nothing to take). A nil timeout never fires.
 func (st *Stream) Wait(ctx context.Context, timeout <-chan time.Time) error {
 	for {
 		st.mu.Lock()
-		ready := len(st.msgs) > 0 || st.final || st.behind
+		ready := len(st.msgs) > 0 || st.final
 		st.mu.Unlock()
-		if ready || st.replaying() {
+		if ready || st.unread() {
 			return nil
 		}
 		select {
@@ -205,21 +243,47 @@ func (st *Stream) Wait(ctx context.Context, timeout <-chan time.Time) error {
 	}
 }
 
-// replaying reports whether the current client still needs events from the
-// log (after Resume).
-func (st *Stream) replaying() bool {
+// unread reports whether the log holds events the current client has not
+// taken, or the client has been cut off.
+func (st *Stream) unread() bool {
 	st.sess.logMu.Lock()
 	defer st.sess.logMu.Unlock()
-	return st.cursor <= st.seq
+	return st.cursor <= st.seq || st.behind
 }
 
-// Take removes the pending messages, appending them to buf, and reports
-// whether the stream is complete (final and drained). What Take returns
-// gets no id and is not logged: it is for a client that takes one JSON
-// body, or a transport without resumption.
+// unreadLocked appends the logged events the client has not taken, from
+// the cursor on, and moves the cursor past them. The caller has checked
+// that none has aged out. Called with the session's logMu held.
+func (st *Stream) unreadLocked(buf []Event, ids bool) []Event {
+	if st.cursor <= st.seq && len(st.kept) > 0 {
+		for _, k := range st.kept[max(0, st.cursor-st.kept[0].n):] {
+			id := ""
+			if ids {
+				id = st.eventID(k.n)
+			}
+			buf = append(buf, Event{ID: id, Data: k.data})
+		}
+	}
+	st.cursor = st.seq + 1
+	return buf
+}
+
+// Take takes what the client is to get now, appending it to buf, and
+// reports whether the stream is complete (final and drained). What Take
+// returns gets no event id: it is for a client that takes one JSON body,
+// or a transport without resumption.
 func (st *Stream) Take(buf [][]byte) ([][]byte, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	s := st.sess
+	s.logMu.Lock()
+	if st.cursor <= st.seq {
+		var evs []Event
+		for _, ev := range st.unreadLocked(evs, false) {
+			buf = append(buf, ev.Data)
+		}
+	}
+	s.logMu.Unlock()
 	buf = append(buf, st.msgs...)
 	st.clearLocked()
 	if st.final {
@@ -234,7 +298,7 @@ func (st *Stream) Take(buf [][]byte) ([][]byte, bool) {
 func (st *Stream) TakeOnly() ([]byte, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if !st.final || len(st.msgs) != 1 || st.replaying() {
+	if !st.final || len(st.msgs) != 1 || st.unread() {
 		return nil, false
 	}
 	m := st.msgs[0]
@@ -247,11 +311,14 @@ func (st *Stream) TakeOnly() ([]byte, bool) {
 // having got everything (the stream is complete) or having gone.
 func (st *Stream) letGoLocked() {
 	st.attached = false
-	st.cut = nil
+	st.sse = false
 	if st.gone != nil {
 		close(st.gone)
 		st.gone = nil
 	}
+	st.sess.logMu.Lock()
+	st.cut = nil
+	st.sess.logMu.Unlock()
 }
 
 func (st *Stream) clearLocked() {
@@ -261,35 +328,32 @@ func (st *Stream) clearLocked() {
 }
 
 // Next takes what the client is to get now as SSE events, appending them
-// to buf: first the events a resuming client missed, from the log, then
-// the pending messages, which get ids and go to the log (on a resumable
-// stream). It reports whether the stream is complete. A stream cut for
-// falling behind reports ErrStreamBehind: the transport drops the
-// connection, and the client may resume.
+// to buf: the logged events it has not read (after a resume, or that went
+// to the log while it was writing), then the pending messages, which get
+// ids and go to the log (on a resumable stream). It reports whether the
+// stream is complete. A client that has lost events, which aged out of the
+// log before it read them, gets ErrStreamBehind: the transport drops the
+// connection, and the client's resume is told what happened.
 func (st *Stream) Next(buf []Event) ([]Event, bool, error) {
 	s := st.sess
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.behind {
+	st.sse = true
+	s.logMu.Lock()
+	if st.behind || st.cursor <= st.evicted {
+		st.behind = true
+		s.logMu.Unlock()
 		return buf, false, ErrStreamBehind
 	}
-	s.logMu.Lock()
-	if st.cursor <= st.seq { // resumed: the events the client missed first
-		for _, k := range st.kept {
-			if k.n >= st.cursor {
-				buf = append(buf, Event{ID: st.eventID(k.n), Data: k.data})
-			}
-		}
-	}
+	buf = st.unreadLocked(buf, st.resumable)
 	for i, m := range st.msgs {
 		id := ""
 		if st.resumable {
-			id = st.eventID(s.commitLocked(st, m))
+			id = st.eventID(s.commitLocked(st, m, true))
 		}
 		buf = append(buf, Event{ID: id, Data: m})
 		st.msgs[i] = nil
 	}
-	st.cursor = st.seq + 1
 	s.logMu.Unlock()
 	st.clearLocked()
 	if st.final {
@@ -319,9 +383,14 @@ func (st *Stream) ID() int64 { return st.id }
 
 // commitLocked gives msg the stream's next event number and keeps it in
 // the session's log, evicting the oldest events of the session over the
-// log's bounds. Called with s.logMu held.
-func (s *Session) commitLocked(st *Stream, msg []byte) int64 {
+// log's bounds. delivered says the current client is taking it now. A
+// client whose unread event ages out is cut off. Called with s.logMu
+// held.
+func (s *Session) commitLocked(st *Stream, msg []byte, delivered bool) int64 {
 	st.seq++
+	if delivered {
+		st.cursor = st.seq + 1
+	}
 	st.kept = append(st.kept, keptEvent{n: st.seq, data: msg})
 	s.order = append(s.order, st)
 	s.logEvents++
@@ -340,6 +409,9 @@ func (s *Session) commitLocked(st *Stream, msg []byte) int64 {
 		s.logEvents--
 		s.logBytes -= len(k.data)
 		s.b.stats.EventsEvicted.Add(1)
+		if k.n >= old.cursor {
+			s.behindLocked(old)
+		}
 	}
 	if s.orderHead > 64 && s.orderHead*2 > len(s.order) {
 		n := copy(s.order, s.order[s.orderHead:])

@@ -31,42 +31,40 @@ const envPrefix = "MCP_BRIDGE_"
 // MCP_BRIDGE_<env tag>, then from its flag (flags win); `flag` names the
 // flag, `envDefault` is the default. README lists them all.
 type Config struct {
-	Host               string        `env:"HOST" envDefault:"127.0.0.1" flag:"host" help:"address to listen on; keep 127.0.0.1 unless the bridge sits behind auth"`
-	Port               int           `env:"PORT" envDefault:"8080" flag:"port" help:"TCP port (0 picks a free one)"`
-	Path               string        `env:"PATH" envDefault:"/mcp" flag:"path" help:"path of the MCP endpoint"`
-	SSEPath            string        `env:"SSE_PATH" flag:"sse-path" help:"path of the legacy HTTP+SSE stream (MCP 2024-11-05); default: sse next to --path (/sse for /mcp)"`
-	MessagePath        string        `env:"MESSAGE_PATH" flag:"message-path" help:"path legacy HTTP+SSE clients POST to; default: message next to --path (/message for /mcp)"`
-	LegacySSE          bool          `env:"LEGACY_SSE" envDefault:"true" flag:"legacy-sse" help:"serve the legacy HTTP+SSE transport (2024-11-05) next to Streamable HTTP (not with --stateless); --legacy-sse=false turns it off"`
-	Command            Argv          `env:"COMMAND" flag:"-" help:"the MCP server's argv as a JSON array (or give it after --); empty serves the built-in demo server"`
-	ConfigFile         string        `env:"CONFIG" flag:"config" help:"JSON file of several MCP servers ({\"mcpServers\": {NAME: {command, args, env, ...}}}), each served at /servers/NAME/mcp instead of one command at --path; SIGHUP rereads it"`
-	Mode               string        `env:"MODE" envDefault:"per-session" flag:"mode" help:"per-session: a process per MCP session; shared: one process multiplexed across sessions; per-identity: a process per principal, shared by its sessions"`
-	ClaimEnv           []string      `env:"CLAIM_ENV" envSeparator:"," flag:"claim-env" help:"claim=VAR: put the principal's claim into its MCP server's environment as VAR (repeatable; per-session and per-identity modes)"`
-	Prespawn           int           `env:"PRESPAWN" envDefault:"0" flag:"prespawn" help:"per-session mode: processes kept started and waiting, so a new session does not wait for one to start"`
-	MaxChildren        int           `env:"MAX_CHILDREN" envDefault:"0" flag:"max-children" help:"most MCP server processes alive, waiting ones included (0: --max-sessions + --prespawn); over it, 503"`
-	SpawnQueue         int           `env:"SPAWN_QUEUE" envDefault:"64" flag:"spawn-queue" help:"most sessions waiting for a process to start; over it, 503"`
-	Stateless          bool          `env:"STATELESS" flag:"stateless" help:"serve without sessions: every POST stands alone on one shared, already-initialized process; GET and DELETE answer 405"`
-	Dir                string        `env:"CWD" flag:"cwd" help:"working directory of the MCP server process"`
-	Env                []string      `env:"ENV" envSeparator:"," flag:"env" help:"K=V added to the MCP server's environment (repeatable)"`
-	HideEnv            []string      `env:"HIDE_ENV" envSeparator:"," flag:"hide-env" help:"names of variables not passed to the MCP server (repeatable); MCP_BRIDGE_* are never passed"`
-	ResponseMode       string        `env:"RESPONSE_MODE" envDefault:"auto" flag:"response-mode" help:"auto: JSON when the answer comes first, else SSE; sse; json"`
-	SSEDelay           time.Duration `env:"SSE_DELAY" envDefault:"50ms" flag:"sse-delay" help:"in auto mode, how long a request waits for its answer before its response becomes an SSE stream"`
-	MaxBodyBytes       int64         `env:"MAX_BODY_BYTES" envDefault:"4194304" flag:"max-body-bytes" help:"largest POST body accepted (413 over it)"`
-	MaxMessageBytes    int           `env:"MAX_MESSAGE_BYTES" envDefault:"16777216" flag:"max-message-bytes" help:"largest message accepted from the MCP server (one stdout line)"`
-	MaxSessions        int           `env:"MAX_SESSIONS" envDefault:"1000" flag:"max-sessions" help:"most live sessions, each with its own process (503 over it)"`
-	IdleTimeout        time.Duration `env:"IDLE_TIMEOUT" envDefault:"30m" flag:"idle-timeout" help:"end a session after this long without traffic, requests or open streams"`
-	QueueLimit         int           `env:"QUEUE_LIMIT" envDefault:"1024" flag:"queue-limit" help:"server messages a session holds while no stream is open"`
-	EventLogEvents     int           `env:"EVENT_LOG_EVENTS" envDefault:"4096" flag:"event-log-events" help:"SSE events a session keeps for clients that resume with Last-Event-ID; older ones age out"`
-	EventLogBytes      int           `env:"EVENT_LOG_BYTES" envDefault:"4194304" flag:"event-log-bytes" help:"bytes of SSE events a session keeps for resuming clients (the newest event is kept whatever its size); also caps the messages it holds while no stream is open"`
-	StreamBufferEvents int           `env:"STREAM_BUFFER_EVENTS" envDefault:"1024" flag:"stream-buffer-events" help:"messages waiting for one SSE stream's reader; a reader further behind has its connection dropped (it can resume)"`
-	StreamBufferBytes  int           `env:"STREAM_BUFFER_BYTES" envDefault:"1048576" flag:"stream-buffer-bytes" help:"bytes waiting for one SSE stream's reader; a reader further behind has its connection dropped (it can resume)"`
-	StopGrace          time.Duration `env:"STOP_GRACE" envDefault:"2s" flag:"stop-grace" help:"wait after closing a process's stdin, and again after SIGTERM, before SIGKILL"`
-	ShutdownTimeout    time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"10s" flag:"shutdown-timeout" help:"on SIGINT/SIGTERM, how long requests in flight may take to finish"`
-	SSEMaxDuration     time.Duration `env:"SSE_MAX_DURATION" envDefault:"0s" flag:"sse-max-duration" help:"close the connection of a 2025-11-25 session's SSE stream after this long (the client resumes with Last-Event-ID); 0: never"`
-	KeepAlive          time.Duration `env:"KEEPALIVE" envDefault:"15s" flag:"keepalive" help:"interval of SSE keep-alive comments"`
-	AllowOrigins       []string      `env:"ALLOW_ORIGINS" envSeparator:"," flag:"allow-origin" help:"browser origin allowed besides loopback ones, exact or with * (repeatable)"`
-	Web                bool          `env:"WEB" envDefault:"true" flag:"web" help:"serve the web page at / (live view of sessions and children, and an MCP console); its feed needs the same token as the MCP endpoint; --web=false turns it off"`
-	LogFormat          string        `env:"LOG_FORMAT" envDefault:"text" flag:"log-format" help:"text or json"`
-	LogLevel           string        `env:"LOG_LEVEL" envDefault:"info" flag:"log-level" help:"debug, info, warn or error"`
+	Host            string        `env:"HOST" envDefault:"127.0.0.1" flag:"host" help:"address to listen on; keep 127.0.0.1 unless the bridge sits behind auth"`
+	Port            int           `env:"PORT" envDefault:"8080" flag:"port" help:"TCP port (0 picks a free one)"`
+	Path            string        `env:"PATH" envDefault:"/mcp" flag:"path" help:"path of the MCP endpoint"`
+	SSEPath         string        `env:"SSE_PATH" flag:"sse-path" help:"path of the legacy HTTP+SSE stream (MCP 2024-11-05); default: sse next to --path (/sse for /mcp)"`
+	MessagePath     string        `env:"MESSAGE_PATH" flag:"message-path" help:"path legacy HTTP+SSE clients POST to; default: message next to --path (/message for /mcp)"`
+	LegacySSE       bool          `env:"LEGACY_SSE" envDefault:"true" flag:"legacy-sse" help:"serve the legacy HTTP+SSE transport (2024-11-05) next to Streamable HTTP (not with --stateless); --legacy-sse=false turns it off"`
+	Command         Argv          `env:"COMMAND" flag:"-" help:"the MCP server's argv as a JSON array (or give it after --); empty serves the built-in demo server"`
+	ConfigFile      string        `env:"CONFIG" flag:"config" help:"JSON file of several MCP servers ({\"mcpServers\": {NAME: {command, args, env, ...}}}), each served at /servers/NAME/mcp instead of one command at --path; SIGHUP rereads it"`
+	Mode            string        `env:"MODE" envDefault:"per-session" flag:"mode" help:"per-session: a process per MCP session; shared: one process multiplexed across sessions; per-identity: a process per principal, shared by its sessions"`
+	ClaimEnv        []string      `env:"CLAIM_ENV" envSeparator:"," flag:"claim-env" help:"claim=VAR: put the principal's claim into its MCP server's environment as VAR (repeatable; per-session and per-identity modes)"`
+	Prespawn        int           `env:"PRESPAWN" envDefault:"0" flag:"prespawn" help:"per-session mode: processes kept started and waiting, so a new session does not wait for one to start"`
+	MaxChildren     int           `env:"MAX_CHILDREN" envDefault:"0" flag:"max-children" help:"most MCP server processes alive, waiting ones included (0: --max-sessions + --prespawn); over it, 503"`
+	SpawnQueue      int           `env:"SPAWN_QUEUE" envDefault:"64" flag:"spawn-queue" help:"most sessions waiting for a process to start; over it, 503"`
+	Stateless       bool          `env:"STATELESS" flag:"stateless" help:"serve without sessions: every POST stands alone on one shared, already-initialized process; GET and DELETE answer 405"`
+	Dir             string        `env:"CWD" flag:"cwd" help:"working directory of the MCP server process"`
+	Env             []string      `env:"ENV" envSeparator:"," flag:"env" help:"K=V added to the MCP server's environment (repeatable)"`
+	HideEnv         []string      `env:"HIDE_ENV" envSeparator:"," flag:"hide-env" help:"names of variables not passed to the MCP server (repeatable); MCP_BRIDGE_* are never passed"`
+	ResponseMode    string        `env:"RESPONSE_MODE" envDefault:"auto" flag:"response-mode" help:"auto: JSON when the answer comes first, else SSE; sse; json"`
+	SSEDelay        time.Duration `env:"SSE_DELAY" envDefault:"50ms" flag:"sse-delay" help:"in auto mode, how long a request waits for its answer before its response becomes an SSE stream"`
+	MaxBodyBytes    int64         `env:"MAX_BODY_BYTES" envDefault:"4194304" flag:"max-body-bytes" help:"largest POST body accepted (413 over it)"`
+	MaxMessageBytes int           `env:"MAX_MESSAGE_BYTES" envDefault:"16777216" flag:"max-message-bytes" help:"largest message accepted from the MCP server (one stdout line)"`
+	MaxSessions     int           `env:"MAX_SESSIONS" envDefault:"1000" flag:"max-sessions" help:"most live sessions, each with its own process (503 over it)"`
+	IdleTimeout     time.Duration `env:"IDLE_TIMEOUT" envDefault:"30m" flag:"idle-timeout" help:"end a session after this long without traffic, requests or open streams"`
+	QueueLimit      int           `env:"QUEUE_LIMIT" envDefault:"1024" flag:"queue-limit" help:"server messages a session holds while no stream is open"`
+	EventLogEvents  int           `env:"EVENT_LOG_EVENTS" envDefault:"4096" flag:"event-log-events" help:"SSE events a session keeps for clients that resume with Last-Event-ID, or that read slowly; older ones age out, and a reader whose unread events age out is disconnected"`
+	EventLogBytes   int           `env:"EVENT_LOG_BYTES" envDefault:"4194304" flag:"event-log-bytes" help:"bytes of SSE events a session keeps for resuming clients (the newest event is kept whatever its size); also caps the messages it holds while no stream is open"`
+	StopGrace       time.Duration `env:"STOP_GRACE" envDefault:"2s" flag:"stop-grace" help:"wait after closing a process's stdin, and again after SIGTERM, before SIGKILL"`
+	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"10s" flag:"shutdown-timeout" help:"on SIGINT/SIGTERM, how long requests in flight may take to finish"`
+	SSEMaxDuration  time.Duration `env:"SSE_MAX_DURATION" envDefault:"0s" flag:"sse-max-duration" help:"close the connection of a 2025-11-25 session's SSE stream after this long (the client resumes with Last-Event-ID); 0: never"`
+	KeepAlive       time.Duration `env:"KEEPALIVE" envDefault:"15s" flag:"keepalive" help:"interval of SSE keep-alive comments"`
+	AllowOrigins    []string      `env:"ALLOW_ORIGINS" envSeparator:"," flag:"allow-origin" help:"browser origin allowed besides loopback ones, exact or with * (repeatable)"`
+	Web             bool          `env:"WEB" envDefault:"true" flag:"web" help:"serve the web page at / (live view of sessions and children, and an MCP console); its feed needs the same token as the MCP endpoint; --web=false turns it off"`
+	LogFormat       string        `env:"LOG_FORMAT" envDefault:"text" flag:"log-format" help:"text or json"`
+	LogLevel        string        `env:"LOG_LEVEL" envDefault:"info" flag:"log-level" help:"debug, info, warn or error"`
 
 	// Who may connect (README "Options": authentication). All off by default.
 	TokenEnvs               []string `env:"TOKEN_ENVS" envSeparator:"," flag:"token-env" help:"name of an environment variable holding an accepted bearer token; the request's principal is the variable's name (repeatable)"`
@@ -250,7 +248,6 @@ func (c *Config) validate() error {
 		"SSEDelay": int64(c.SSEDelay), "MaxBodyBytes": c.MaxBodyBytes, "MaxMessageBytes": int64(c.MaxMessageBytes),
 		"MaxSessions": int64(c.MaxSessions), "IdleTimeout": int64(c.IdleTimeout), "QueueLimit": int64(c.QueueLimit),
 		"EventLogEvents": int64(c.EventLogEvents), "EventLogBytes": int64(c.EventLogBytes),
-		"StreamBufferEvents": int64(c.StreamBufferEvents), "StreamBufferBytes": int64(c.StreamBufferBytes),
 		"StopGrace": int64(c.StopGrace), "ShutdownTimeout": int64(c.ShutdownTimeout), "KeepAlive": int64(c.KeepAlive),
 	}
 	for _, field := range slices.Sorted(maps.Keys(positive)) {
