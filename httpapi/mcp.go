@@ -45,34 +45,37 @@ func (h *mcpHandler) serve(f func(http.ResponseWriter, *http.Request) error) htt
 const headerSession = "Mcp-Session-Id"
 
 // readPost checks a POST's headers and reads its body.
-func (h *mcpHandler) readPost(w http.ResponseWriter, r *http.Request) (wantJSON, wantSSE bool, body []byte, err error) {
+func (h *mcpHandler) readPost(w http.ResponseWriter, r *http.Request) (wantJSON, wantSSE bool, msgs []bridge.Message, batch bool, err error) {
 	wantJSON, wantSSE = accepts(r.Header.Get("Accept"))
 	if !wantJSON && !wantSSE {
-		return false, false, nil, &httpError{status: http.StatusNotAcceptable, code: bridge.CodeInvalidRequest,
+		return false, false, nil, false, &httpError{status: http.StatusNotAcceptable, code: bridge.CodeInvalidRequest,
 			msg: "Not Acceptable: the Accept header must include application/json or text/event-stream (MCP clients send both)"}
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" && !isJSONMediaType(ct) {
-		return false, false, nil, &httpError{status: http.StatusUnsupportedMediaType, code: bridge.CodeInvalidRequest,
+		return false, false, nil, false, &httpError{status: http.StatusUnsupportedMediaType, code: bridge.CodeInvalidRequest,
 			msg: "Unsupported Media Type: Content-Type must be application/json"}
 	}
-	body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return false, false, nil, &httpError{status: http.StatusRequestEntityTooLarge, code: bridge.CodeInvalidRequest,
+			return false, false, nil, false, &httpError{status: http.StatusRequestEntityTooLarge, code: bridge.CodeInvalidRequest,
 				msg: "Request Entity Too Large: the body is over the limit of " + byteSize(mbe.Limit) + " (--max-body-bytes)"}
 		}
-		return false, false, nil, &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest, msg: "Bad Request: reading the body failed"}
+		return false, false, nil, false, &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest, msg: "Bad Request: reading the body failed"}
 	}
-	return wantJSON, wantSSE, body, nil
+	msgs, batch, err = bridge.ParseBody(body)
+	if err != nil {
+		return false, false, nil, false, err
+	}
+	if ex := exchangeOf(w); ex != nil {
+		ex.parsed(msgs) // so the metrics need not parse the body again
+	}
+	return wantJSON, wantSSE, msgs, batch, nil
 }
 
 func (h *mcpHandler) post(w http.ResponseWriter, r *http.Request) error {
-	wantJSON, wantSSE, body, err := h.readPost(w, r)
-	if err != nil {
-		return err
-	}
-	msgs, batch, err := bridge.ParseBody(body)
+	wantJSON, wantSSE, msgs, batch, err := h.readPost(w, r)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +32,12 @@ type metrics struct {
 	authFail *prometheus.CounterVec    // {reason}
 	received prometheus.Counter
 	sent     prometheus.Counter
+
+	// httpSeen caches the counters of http by httpKey: WithLabelValues
+	// hashes its labels and takes a lock on every call, and every request
+	// to the endpoint counts once. Filled on first use, so /metrics lists
+	// only the combinations that happened.
+	httpSeen sync.Map
 }
 
 // methodMetrics are one method's counters, resolved once so that
@@ -137,10 +144,9 @@ func (m *metrics) middleware(next http.Handler) http.Handler {
 		case r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
 			m.handler.ServeHTTP(w, r)
 		case r.URL.Path == m.path:
-			ex := &exchange{ResponseWriter: w, m: m, start: m.now()}
-			if r.Method == http.MethodPost && r.Body != nil {
-				ex.body = &recordingBody{ReadCloser: r.Body, m: m}
-				r.Body = ex.body
+			ex := &exchange{ResponseWriter: w, m: m, start: m.now(), post: r.Method == http.MethodPost}
+			if ex.post && r.Body != nil {
+				r.Body = &countingBody{ReadCloser: r.Body, m: m}
 			}
 			next.ServeHTTP(ex, r)
 			ex.finish(r.Method) // not deferred: a handler that panicked has no status to count
@@ -157,19 +163,15 @@ func (m *metrics) forMethod(method string) *methodMetrics {
 	return m.byMethod[methodOther]
 }
 
-// recordingBody counts a POST body as the handler reads it and keeps a
-// copy, from which the exchange learns the methods and ids of the
-// requests once the response starts.
-type recordingBody struct {
+// countingBody counts a POST body as the handler reads it.
+type countingBody struct {
 	io.ReadCloser
-	m   *metrics
-	buf []byte
+	m *metrics
 }
 
-func (b *recordingBody) Read(p []byte) (int, error) {
+func (b *countingBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if n > 0 {
-		b.buf = append(b.buf, p[:n]...)
 		b.m.received.Add(float64(n))
 	}
 	return n, err
@@ -179,20 +181,37 @@ func (b *recordingBody) Read(p []byte) (int, error) {
 // response: it wraps the ResponseWriter to learn the status, count the
 // bytes, and spot, in what is written, the response to each request of a
 // POST, which gives that request's outcome and latency.
+//
+// The handler tells it the POST's messages once it has parsed them
+// (parsed), and the SSE writer shows it each message it writes (sawMessage):
+// neither the body nor an SSE stream is parsed twice or copied.
 type exchange struct {
 	http.ResponseWriter
 	m      *metrics
 	start  time.Time
-	body   *recordingBody // POST only
+	post   bool
 	status int
 
-	parsed  bool
 	sse     bool
 	pending []pendingRequest // the POST's requests
 	others  []*methodMetrics // its notifications and responses
 	left    int              // how many of pending still wait
-	partial []byte           // an SSE line cut between two writes
 	jsonBuf []byte           // a JSON body written in pieces
+}
+
+// exchangeOf finds the exchange among the wrappers of w, if the request
+// is observed.
+func exchangeOf(w http.ResponseWriter) *exchange {
+	for {
+		switch t := w.(type) {
+		case *exchange:
+			return t
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			return nil
+		}
+	}
 }
 
 // pendingRequest is a request of the POST; done once its response passed.
@@ -227,34 +246,28 @@ func (e *exchange) Write(p []byte) (int, error) {
 	}
 	n, err := e.ResponseWriter.Write(p)
 	e.m.sent.Add(float64(n))
-	if e.left > 0 {
+	if e.left > 0 && !e.sse {
 		e.scan(p[:n])
 	}
 	return n, err
 }
 
-// started runs when the status is known: the handler has read the body by
-// then, so the requests waiting for a response can be listed.
-func (e *exchange) started() {
-	if e.body == nil || e.status >= 300 {
-		return
+// sawMessage is called by the SSE writer with each message it writes.
+func (e *exchange) sawMessage(data []byte) {
+	if e.left > 0 && len(data) > 0 && (data[0] == '{' || data[0] == '[') {
+		bridge.EachResponse(data, e.answered)
 	}
-	e.parse()
-	e.sse = e.Header().Get("Content-Type") == "text/event-stream"
 }
 
-// parse lists the POST's messages from the recorded body (which the
-// handler has parsed too, and refused if it was not valid): requests wait
-// for their response, notifications and responses only need counting.
-func (e *exchange) parse() {
-	if e.parsed {
-		return
-	}
-	e.parsed = true
-	msgs, _, err := bridge.ParseBody(e.body.buf)
-	if err != nil {
-		return
-	}
+// started runs when the status is known.
+func (e *exchange) started() {
+	e.sse = e.post && e.status < 300 && e.Header().Get("Content-Type") == "text/event-stream"
+}
+
+// parsed lists the POST's messages, as the handler parsed them: requests
+// wait for their response, notifications and responses only need
+// counting. A body that did not parse has none.
+func (e *exchange) parsed(msgs []bridge.Message) {
 	for i := range msgs {
 		switch msgs[i].Kind {
 		case bridge.Request:
@@ -268,39 +281,18 @@ func (e *exchange) parse() {
 	e.left = len(e.pending)
 }
 
-// scan looks for responses in what was written: each SSE data line, or
-// the JSON body.
+// scan looks for responses in a JSON body. writeJSON writes the whole
+// body at once, with its length for a single message: it is scanned in
+// place. Anything else is gathered and scanned when the handler returns.
 func (e *exchange) scan(p []byte) {
-	if !e.sse {
-		// writeJSON writes the whole body at once, with its length for a
-		// single message: scan it in place. Anything else is gathered and
-		// scanned when the handler returns.
-		if len(e.jsonBuf) == 0 && e.Header().Get("Content-Length") == strconv.Itoa(len(p)) {
-			bridge.EachResponse(p, e.answered)
-			return
-		}
-		e.jsonBuf = append(e.jsonBuf, p...)
+	if e.status >= 300 {
 		return
 	}
-	if len(e.partial) > 0 {
-		p = append(e.partial, p...)
-		e.partial = e.partial[:0]
+	if len(e.jsonBuf) == 0 && e.Header().Get("Content-Length") == strconv.Itoa(len(p)) {
+		bridge.EachResponse(p, e.answered)
+		return
 	}
-	for len(p) > 0 && e.left > 0 {
-		nl := bytes.IndexByte(p, '\n')
-		if nl < 0 {
-			e.partial = append(e.partial, p...)
-			return
-		}
-		line := p[:nl]
-		p = p[nl+1:]
-		if data, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-			data = bytes.TrimPrefix(data, []byte(" "))
-			if len(data) > 0 && (data[0] == '{' || data[0] == '[') {
-				bridge.EachResponse(data, e.answered)
-			}
-		}
-	}
+	e.jsonBuf = append(e.jsonBuf, p...)
 }
 
 // answered records the response to one of the POST's requests.
@@ -332,14 +324,13 @@ func (e *exchange) finish(method string) {
 	default:
 		method = "other"
 	}
-	e.m.http.WithLabelValues(method, strconv.Itoa(e.status)).Inc()
+	e.m.httpCounter(method, e.status).Inc()
 	if reason := authFailure(e.status, e.Header().Get("WWW-Authenticate")); reason != "" {
 		e.m.authFail.WithLabelValues(reason).Inc()
 	}
-	if e.body == nil {
+	if !e.post {
 		return
 	}
-	e.parse()
 	if e.status >= 400 {
 		// Nothing reached the server. A body never read (406, 415) or not
 		// JSON-RPC counts once, as "other".
@@ -368,6 +359,22 @@ func (e *exchange) finish(method string) {
 			r.mm.unanswered.Inc()
 		}
 	}
+}
+
+// httpKey is one label combination of metrics.http.
+type httpKey struct {
+	method string
+	code   int
+}
+
+func (m *metrics) httpCounter(method string, code int) prometheus.Counter {
+	k := httpKey{method, code}
+	if c, ok := m.httpSeen.Load(k); ok {
+		return c.(prometheus.Counter)
+	}
+	c := m.http.WithLabelValues(method, strconv.Itoa(code))
+	m.httpSeen.Store(k, c)
+	return c
 }
 
 // statsCollector reads the bridge's counters at scrape time.
@@ -400,7 +407,7 @@ var (
 	descUnroutable = prometheus.NewDesc("mcp_bridge_unroutable_responses_total",
 		"Responses from MCP servers to ids nobody asked, dropped.", nil, nil)
 	descStreamsCut = prometheus.NewDesc("mcp_bridge_streams_cut_total",
-		"SSE connections dropped because their client fell behind (--stream-buffer-events, --stream-buffer-bytes); the client can resume.", nil, nil)
+		"SSE connections dropped because their client fell so far behind that events it had not read aged out of the event log.", nil, nil)
 	descEventsEvicted = prometheus.NewDesc("mcp_bridge_events_evicted_total",
 		"SSE events aged out of sessions' event logs (--event-log-events, --event-log-bytes).", nil, nil)
 )

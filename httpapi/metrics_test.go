@@ -293,8 +293,10 @@ func TestMetricsExitReasons(t *testing.T) {
 	})
 }
 
-// TestExchangeScan: the outcome of a POST's requests is read from what
-// the handler writes, however the writes are cut.
+// TestExchangeScan: the outcome of a POST's requests is read from the
+// messages the handler parsed and what it writes: a JSON body however its
+// writes are cut, or the messages of an SSE stream as the SSE writer
+// writes them.
 func TestExchangeScan(t *testing.T) {
 	const (
 		req1   = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`
@@ -304,13 +306,7 @@ func TestExchangeScan(t *testing.T) {
 		batch  = `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}]`
 		answer = `[{"jsonrpc":"2.0","id":2,"result":{}},{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}]`
 	)
-	sse := func(msgs ...string) string {
-		var b strings.Builder
-		for i, m := range msgs {
-			fmt.Fprintf(&b, "id: 0_%d\nevent: message\ndata: %s\n\n", i, m)
-		}
-		return b.String()
-	}
+	big := `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + strings.Repeat("x", 2*bigEvent) + `"}}`
 	cut := func(s string, at ...int) []string {
 		var out []string
 		prev := 0
@@ -325,34 +321,33 @@ func TestExchangeScan(t *testing.T) {
 		body   string
 		status int
 		ctype  string
-		length bool // set Content-Length (writeJSON does for one message)
-		writes []string
+		length bool     // set Content-Length (writeJSON does for one message)
+		writes []string // a JSON body's writes
+		sse    []string // messages written as SSE events
 		want   map[string]float64
 	}{
-		{"JSON result", req1, 200, "application/json", true, []string{ok1},
+		{"JSON result", req1, 200, "application/json", true, []string{ok1}, nil,
 			map[string]float64{reqs("tools/call", "ok"): 1}},
-		{"JSON error", req1, 200, "application/json", true, []string{err1},
+		{"JSON error", req1, 200, "application/json", true, []string{err1}, nil,
 			map[string]float64{reqs("tools/call", "error"): 1}},
-		{"SSE, progress then result, cut mid-line", req1, 200, "text/event-stream", false,
-			cut(": keep-alive\n\n"+sse(prog, ok1), 5, 40, 97, 150),
+		{"SSE, progress then result", req1, 200, "", false, nil, []string{prog, ok1},
 			map[string]float64{reqs("tools/call", "ok"): 1}},
-		{"SSE, cut in every byte", req1, 200, "text/event-stream", false,
-			strings.Split(sse(prog, err1), ""),
+		{"SSE, a big message then the error", req1, 200, "", false, nil, []string{big, err1},
 			map[string]float64{reqs("tools/call", "error"): 1}},
-		{"SSE, client gone before the result", req1, 200, "text/event-stream", false, []string{sse(prog)},
+		{"SSE, client gone before the result", req1, 200, "", false, nil, []string{prog},
 			map[string]float64{reqs("tools/call", "unanswered"): 1}},
-		{"nothing written", req1, 0, "", false, nil,
+		{"nothing written", req1, 0, "", false, nil, nil,
 			map[string]float64{reqs("tools/call", "unanswered"): 1}},
-		{"JSON batch in two writes", batch, 200, "application/json", false, cut(answer, 30),
+		{"JSON batch in two writes", batch, 200, "application/json", false, cut(answer, 30), nil,
 			map[string]float64{reqs("ping", "ok"): 1, reqs("ping", "error"): 1, reqs("notifications/cancelled", "ok"): 1}},
-		{"refused batch", batch, 400, "application/json", false, []string{`{"error":{}}`},
+		{"refused batch", batch, 400, "application/json", false, []string{`{"error":{}}`}, nil,
 			map[string]float64{reqs("ping", "refused"): 2, reqs("notifications/cancelled", "refused"): 1}},
-		{"refused, not JSON", `{"jsonrpc":`, 400, "application/json", false, []string{`{}`},
+		{"refused, not JSON", `{"jsonrpc":`, 400, "application/json", false, []string{`{}`}, nil,
 			map[string]float64{reqs("other", "refused"): 1}},
 		{"an unknown method is other", `{"jsonrpc":"2.0","id":"q","method":"vendor/thing"}`, 200, "application/json", true,
-			[]string{`{"jsonrpc":"2.0","id":"q","result":{}}`},
+			[]string{`{"jsonrpc":"2.0","id":"q","result":{}}`}, nil,
 			map[string]float64{reqs("other", "ok"): 1}},
-		{"a client's response", `{"jsonrpc":"2.0","id":5,"result":{}}`, 202, "", false, nil,
+		{"a client's response", `{"jsonrpc":"2.0","id":5,"result":{}}`, 202, "", false, nil, nil,
 			map[string]float64{reqs("response", "ok"): 1}},
 	}
 	b, err := bridge.New(bridge.Config{Command: []string{"true"}, Logger: slog.New(slog.DiscardHandler)})
@@ -364,10 +359,29 @@ func TestExchangeScan(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := newMetrics(Options{Bridge: b, Path: DefaultPath})
 			h := m.middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if _, err := io.ReadAll(r.Body); err != nil {
+				body, err := io.ReadAll(r.Body)
+				if err != nil {
 					t.Error(err)
 				}
+				if msgs, _, err := bridge.ParseBody(body); err == nil {
+					exchangeOf(w).parsed(msgs) // as readPost does
+				}
 				if tt.status == 0 {
+					return
+				}
+				if tt.sse != nil {
+					sw, err := startSSE(r.Context(), w, time.Minute)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for i, m := range tt.sse {
+						if err := sw.message(fmt.Sprintf("1_%d", i+1), []byte(m)); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if err := sw.flush(); err != nil {
+						t.Fatal(err)
+					}
 					return
 				}
 				if tt.ctype != "" {
@@ -383,6 +397,7 @@ func TestExchangeScan(t *testing.T) {
 			}))
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, DefaultPath, strings.NewReader(tt.body)))
+			sent := rec.Body.Len()
 			rec = httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 			got := parseExposition(t, rec.Body.String())
@@ -394,8 +409,8 @@ func TestExchangeScan(t *testing.T) {
 			if got["mcp_bridge_http_received_bytes_total"] != float64(len(tt.body)) {
 				t.Errorf("received %v bytes, want %d", got["mcp_bridge_http_received_bytes_total"], len(tt.body))
 			}
-			if got["mcp_bridge_http_sent_bytes_total"] != float64(len(strings.Join(tt.writes, ""))) {
-				t.Errorf("sent %v bytes, want %d", got["mcp_bridge_http_sent_bytes_total"], len(strings.Join(tt.writes, "")))
+			if got["mcp_bridge_http_sent_bytes_total"] != float64(sent) {
+				t.Errorf("sent %v bytes, want %d", got["mcp_bridge_http_sent_bytes_total"], sent)
 			}
 		})
 	}

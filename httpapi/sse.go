@@ -19,6 +19,7 @@ type sseWriter struct {
 	buf     []byte
 	// ctx ends when the stream is to stop (cut); no write starts after.
 	ctx context.Context
+	ex  *exchange // the metrics' view of the request, shown each message
 }
 
 // bigEvent is the size from which an event's data is written through
@@ -36,7 +37,7 @@ func startSSE(ctx context.Context, w http.ResponseWriter, timeout time.Duration)
 	// stuck in a proxy buffer is a hung call for the client.
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	s := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: timeout, ctx: ctx}
+	s := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: timeout, ctx: ctx, ex: exchangeOf(w)}
 	return s, s.flush()
 }
 
@@ -57,6 +58,9 @@ func (s *sseWriter) prime(id string) {
 // id is empty. JSON from the bridge is always a single line, so one data
 // field carries it. A big message is written at once, without a copy.
 func (s *sseWriter) message(id string, data []byte) error {
+	if s.ex != nil {
+		s.ex.sawMessage(data)
+	}
 	if id != "" {
 		s.buf = append(s.buf, "id: "...)
 		s.buf = append(s.buf, id...)

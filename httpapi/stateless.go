@@ -10,11 +10,7 @@ import (
 // on the shared child, which the bridge initialized itself; an initialize
 // is answered from the child's cached InitializeResult. (Options.Stateless)
 func (h *mcpHandler) statelessPost(w http.ResponseWriter, r *http.Request) error {
-	wantJSON, wantSSE, body, err := h.readPost(w, r)
-	if err != nil {
-		return err
-	}
-	msgs, batch, err := bridge.ParseBody(body)
+	wantJSON, wantSSE, msgs, batch, err := h.readPost(w, r)
 	if err != nil {
 		return err
 	}

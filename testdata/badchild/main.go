@@ -22,6 +22,8 @@
 //	                           per step over ms in total, then answers "slow done"
 //	sample {prompt}            sends sampling/createMessage to the client, answers the sampled text
 //	notify {method, params}    writes that notification, then answers "ok"
+//	flood {count, bytes}       writes count notifications/progress (with _meta.progressToken,
+//	                           a message of bytes 'x') as fast as it can, then answers "flood done"
 //	env {}                     answers os.Environ() joined by "\n"
 //	pid {}                     answers os.Getpid()
 //	cancels {}                 answers a JSON array of the requestIds seen in notifications/cancelled
@@ -264,6 +266,7 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 		Prompt  string          `json:"prompt"`
 		Method  string          `json:"method"`
 		Params  json.RawMessage `json:"params"`
+		Count   int             `json:"count"`
 	}
 	if len(p.Arguments) > 0 {
 		if err := json.Unmarshal(p.Arguments, &a); err != nil {
@@ -308,6 +311,8 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 		}
 		s.writeJSON(n)
 		s.respond(m.ID, textResult("ok"), false)
+	case "flood":
+		s.flood(m.ID, p.Meta.ProgressToken, a.Count, a.Bytes)
 	case "env":
 		s.respond(m.ID, textResult(strings.Join(os.Environ(), "\n")), false)
 	case "pid":
@@ -377,6 +382,21 @@ func (s *server) slow(id, progressToken json.RawMessage, ms, steps int, cancelle
 		}})
 	}
 	s.respond(id, textResult("slow done"), false)
+}
+
+// flood writes count progress notifications whose message is bytes 'x',
+// one line each, as fast as stdout takes them: a server that streams far
+// more than a slow client reads. Without a progressToken it only answers.
+func (s *server) flood(id, progressToken json.RawMessage, count, n int) {
+	if len(progressToken) > 0 {
+		text := bytes.Repeat([]byte("x"), n)
+		for i := 1; i <= count; i++ {
+			line := fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":%d,"total":%d,"message":"%s"}}`,
+				progressToken, i, count, text)
+			s.writeLine(line)
+		}
+	}
+	s.respond(id, textResult("flood done"), false)
 }
 
 func (s *server) sample(id json.RawMessage, prompt string) {
@@ -508,6 +528,7 @@ func toolList() []any {
 		{"slow", "Sends progress and log notifications over ms milliseconds.", obj("ms", "integer", "steps", "integer")},
 		{"sample", "Asks the client for sampling/createMessage; answers its text.", obj("prompt", "string")},
 		{"notify", "Sends the given notification, then answers ok.", obj("method", "string", "params", "object")},
+		{"flood", "Sends count progress notifications of the given size as fast as it can.", obj("count", "integer", "bytes", "integer")},
 		{"env", "Answers the child's environment.", obj()},
 		{"pid", "Answers the child's pid.", obj()},
 		{"cancels", "Answers the requestIds seen in notifications/cancelled.", obj()},
