@@ -66,7 +66,13 @@ func realMain(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if len(args) > 1 {
 		switch args[1] {
 		case "echo-child":
-			if err := runEchoChild(stdin, stdout); err != nil {
+			in, out := stdin, stdout
+			if fi, ok := stdin.(*os.File); ok {
+				if fo, ok := stdout.(*os.File); ok {
+					in, out = fastStdio(fi, fo)
+				}
+			}
+			if err := runEchoChild(in, out); err != nil {
 				fmt.Fprintln(stderr, err)
 				return 1
 			}
