@@ -109,6 +109,26 @@ func kept(st *Stream) (ns []int64, evicted int64) {
 }
 
 // sized is a JSON message of exactly n bytes (n >= 8).
+// waitFinal waits for st's last response, as a reader that has gone
+// cannot: push signals wake for every message, logged or not, and wake
+// holds one signal, so none is missed.
+func waitFinal(t *testing.T, st *Stream) {
+	t.Helper()
+	for {
+		st.mu.Lock()
+		final := st.final
+		st.mu.Unlock()
+		if final {
+			return
+		}
+		select {
+		case <-st.wake:
+		case <-t.Context().Done():
+			t.Fatal("the call never finished")
+		}
+	}
+}
+
 func sized(n int) string { return `{"m":"` + strings.Repeat("x", n-8) + `"}` }
 
 func wantKind(t *testing.T, err error, kind Kind, code int) {
@@ -402,21 +422,7 @@ func TestEventLogDetachedCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Wait for the response: push signals wake for every message, logged
-	// or not, and wake holds one signal, so none is missed.
-	for {
-		st.mu.Lock()
-		final := st.final
-		st.mu.Unlock()
-		if final {
-			break
-		}
-		select {
-		case <-st.wake:
-		case <-ctx.Done():
-			t.Fatal("the detached call never finished")
-		}
-	}
+	waitFinal(t, st)
 	if st.Pending() != 0 {
 		t.Fatalf("%d messages wait on a detached stream instead of the log", st.Pending())
 	}
@@ -739,19 +745,7 @@ func TestJSONStreamLetGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Detach()
-	for {
-		st.mu.Lock()
-		final := st.final
-		st.mu.Unlock()
-		if final {
-			break
-		}
-		select {
-		case <-st.wake:
-		case <-t.Context().Done():
-			t.Fatal("the call never finished")
-		}
-	}
+	waitFinal(t, st)
 	if n := st.Pending(); n != 0 {
 		t.Errorf("%d messages kept on a JSON-only stream whose client left: nobody can ever take them", n)
 	}

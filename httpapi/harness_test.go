@@ -100,12 +100,22 @@ func (e *env) do(r req) *http.Response {
 
 func (e *env) doCtx(ctx context.Context, r req) *http.Response {
 	e.t.Helper()
+	resp, err := e.try(ctx, r)
+	if err != nil {
+		e.t.Fatalf("%s: %v", r.method, err)
+	}
+	return resp
+}
+
+// try is doCtx for goroutines other than the test's: it returns the error
+// instead of failing the test.
+func (e *env) try(ctx context.Context, r req) (*http.Response, error) {
 	if r.method == "" {
 		r.method = http.MethodPost
 	}
 	hr, err := http.NewRequestWithContext(ctx, r.method, e.url, strings.NewReader(r.body))
 	if err != nil {
-		e.t.Fatal(err)
+		return nil, err
 	}
 	if r.accept == "" {
 		r.accept = "application/json, text/event-stream"
@@ -128,11 +138,7 @@ func (e *env) doCtx(ctx context.Context, r req) *http.Response {
 	for k, v := range r.header {
 		hr.Header.Set(k, v)
 	}
-	resp, err := e.client.Do(hr)
-	if err != nil {
-		e.t.Fatalf("%s: %v", r.method, err)
-	}
-	return resp
+	return e.client.Do(hr)
 }
 
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"%s","capabilities":{"sampling":{}},"clientInfo":{"name":"raw","version":"1"}}}`

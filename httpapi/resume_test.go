@@ -84,35 +84,6 @@ func (r *evReader) next() (sseEv, error) {
 	}
 }
 
-// try is doCtx for goroutines other than the test's: it returns the error
-// instead of failing the test.
-func (e *env) try(ctx context.Context, r req) (*http.Response, error) {
-	if r.method == "" {
-		r.method = http.MethodPost
-	}
-	hr, err := http.NewRequestWithContext(ctx, r.method, e.url, strings.NewReader(r.body))
-	if err != nil {
-		return nil, err
-	}
-	if r.accept == "" {
-		r.accept = "application/json, text/event-stream"
-	}
-	hr.Header.Set("Accept", r.accept)
-	if r.method == http.MethodPost {
-		hr.Header.Set("Content-Type", "application/json")
-	}
-	if r.sid != "" {
-		hr.Header.Set("Mcp-Session-Id", r.sid)
-	}
-	if r.version != "" {
-		hr.Header.Set("MCP-Protocol-Version", r.version)
-	}
-	for k, v := range r.header {
-		hr.Header.Set(k, v)
-	}
-	return e.client.Do(hr)
-}
-
 // streamCheck follows one logical SSE stream across the connections a
 // client reads it on, and checks every event against the contract: each
 // data event has an id "<stream>_<n>" of the same stream, n going 1, 2,
