@@ -33,7 +33,12 @@ func (h *mcpHandler) serve(f func(http.ResponseWriter, *http.Request) error) htt
 		if err := f(w, r); err != nil {
 			he := toHTTPError(err)
 			lvl := slog.LevelDebug
-			if he.status >= 500 {
+			switch {
+			case errors.Is(err, bridge.ErrClosing):
+				lvl = slog.LevelInfo // every request during a shutdown: expected
+			case he.status == http.StatusServiceUnavailable:
+				lvl = slog.LevelWarn // a limit shedding load, not a failure
+			case he.status >= 500:
 				lvl = slog.LevelError
 			}
 			h.log.Log(r.Context(), lvl, "request refused", "method", r.Method, "status", he.status, "principal", principal(r).String(), "err", err)
