@@ -599,6 +599,28 @@ func TestSlowReaderCut(t *testing.T) {
 			t.Fatalf("the next GET stream got %v, %v: want the 5 that waited, in order", evs, err)
 		}
 	})
+	t.Run("lost before the reader began", func(t *testing.T) {
+		// A burst bigger than the log while the transport has not started
+		// reading (auto mode's wait): nothing to cut yet; the first Next
+		// finds the gap, so the connection goes and the resume gets 410.
+		b := logBridge(t, Config{EventLogEvents: 4})
+		s := logSession(t, b, "2025-11-25")
+		st := postStream(s)
+		for i := 1; i <= 10; i++ {
+			push(st, fmt.Sprintf(`{"i":%d}`, i))
+		}
+		var cuts atomic.Int32
+		st.SetCut(func() { cuts.Add(1) })
+		if _, _, err := st.Next(nil); !errors.Is(err, ErrStreamBehind) {
+			t.Fatalf("Next over a gap: %v, want ErrStreamBehind", err)
+		}
+		if cuts.Load() != 0 {
+			t.Fatal("cut before the reader began")
+		}
+		st.Detach()
+		_, err := s.Resume(fmt.Sprintf("%d_0", st.ID()))
+		wantKind(t, err, KindGone, CodeEventsGone)
+	})
 	t.Run("burst before SSE", func(t *testing.T) {
 		b := logBridge(t, Config{})
 		s := logSession(t, b, "2025-11-25")

@@ -130,13 +130,18 @@ func (st *Stream) push(msg []byte, response bool) bool {
 	s := st.sess
 	st.mu.Lock()
 	if msg != nil {
+		cfg := &s.b.cfg
+		logged := st.resumable && !st.get
 		switch {
 		case !st.attached && !st.resumable:
 			// A client that wanted one JSON body, or a stateless request,
 			// and left: no one can ask for it again.
 			s.log.Debug("dropped a message for a client that left", "stream", st.id)
-		case st.resumable && !st.get && (!st.attached || st.sse ||
-			len(st.msgs) >= spillEvents || st.pendingBytes+len(msg) > spillBytes):
+		case logged && (!st.attached || st.sse || len(st.msgs) > 0 &&
+			(len(st.msgs) >= min(spillEvents, cfg.EventLogEvents) ||
+				st.pendingBytes+len(msg) > min(spillBytes, cfg.EventLogBytes))):
+			// (One message alone waits whatever its size: a response that
+			// may go out as a plain JSON body.)
 			s.logMu.Lock()
 			st.spillLocked()
 			s.commitLocked(st, msg, false)
@@ -144,7 +149,7 @@ func (st *Stream) push(msg []byte, response bool) bool {
 		default:
 			st.msgs = append(st.msgs, msg)
 			st.pendingBytes += len(msg)
-			if len(st.msgs) > s.b.cfg.EventLogEvents || st.pendingBytes > s.b.cfg.EventLogBytes {
+			if !logged && (len(st.msgs) > cfg.EventLogEvents || st.pendingBytes > cfg.EventLogBytes) {
 				s.logMu.Lock()
 				s.behindLocked(st)
 				s.logMu.Unlock()
@@ -213,10 +218,15 @@ func (st *Stream) canKeep() bool {
 	return (st.attached || st.resumable) && !st.jsonOnly && !st.final
 }
 
-// SetCut registers how to drop the connection that reads the stream, for
-// a reader that falls too far behind (see push). It must not block or
-// call back into the bridge. The reader letting go forgets it.
+// SetCut says a transport's reader loop now reads the stream, and how to
+// drop its connection if it falls too far behind (see push). It must not
+// block or call back into the bridge. Until then nothing is cut: a reader
+// that lost events before it began learns it from Next. The reader
+// letting go forgets it.
 func (st *Stream) SetCut(cut func()) {
+	st.mu.Lock()
+	st.sse = true
+	st.mu.Unlock()
 	st.sess.logMu.Lock()
 	st.cut = cut
 	st.sess.logMu.Unlock()

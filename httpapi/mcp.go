@@ -218,15 +218,22 @@ func (h *mcpHandler) stream(w http.ResponseWriter, r *http.Request, st *bridge.S
 		st.Detach()
 		return
 	}
-	// A client that falls behind is cut off rather than let the stream's
-	// buffer grow: it resumes from the session's event log.
+	primes := st.Primes()
+	if primes {
+		// Sent on its own, before the reader is registered: a burst that
+		// outran it could otherwise cut it before the client had an id to
+		// resume from.
+		sw.prime(st.PrimeID())
+		if err := sw.flush(); err != nil {
+			st.Detach()
+			return
+		}
+	}
+	// A client so far behind that events it has not read age out of the
+	// session's log is cut off; its resume is told what is gone.
 	st.SetCut(func() { cancel(); sw.cut() })
 	keepAlive := time.NewTicker(h.opts.KeepAlive)
 	defer keepAlive.Stop()
-	primes := st.Primes()
-	if primes {
-		sw.prime(st.PrimeID())
-	}
 	wait := ctx
 	if primes && h.opts.SSEMaxDuration > 0 {
 		// 2025-11-25: "the server MAY close the connection without

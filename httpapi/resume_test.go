@@ -588,7 +588,7 @@ func TestResumeAgedOut(t *testing.T) {
 	resp.Body.Close()
 	stream, ok := strings.CutSuffix(prime.id, "_0")
 	if err != nil || !ok || prime.data != "" {
-		t.Fatalf("priming event %+v, %v", prime, err)
+		t.Fatalf("priming event %+v, %v (status %d, %s)", prime, err, resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	id := func(n int) string { return fmt.Sprintf("%s_%d", stream, n) }
 
@@ -724,7 +724,7 @@ func TestSlowReaderIsCut(t *testing.T) {
 	prime, err := newEvReader(resp.Body, 4<<10).next()
 	stream, ok := strings.CutSuffix(prime.id, "_0")
 	if err != nil || !ok {
-		t.Fatalf("priming event %+v, %v", prime, err)
+		t.Fatalf("priming event %+v, %v (status %d, %s)", prime, err, resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	// From here on the client reads nothing.
 
