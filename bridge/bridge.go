@@ -598,6 +598,19 @@ func (b *Bridge) Drain() {
 	}
 }
 
+// multiplexedLocked lists the children that sessions share: the shared
+// one and the owners' ones. Called with b.mu held.
+func (b *Bridge) multiplexedLocked() []*upstream {
+	ups := make([]*upstream, 0, len(b.identities)+1)
+	if b.shared != nil {
+		ups = append(ups, b.shared)
+	}
+	for _, u := range b.identities {
+		ups = append(ups, u)
+	}
+	return ups
+}
+
 // Len is the number of live sessions.
 func (b *Bridge) Len() int {
 	b.mu.Lock()
@@ -644,13 +657,7 @@ func (b *Bridge) Close(ctx context.Context) error {
 	}
 	wg.Wait()
 	b.mu.Lock()
-	ups := make([]*upstream, 0, len(b.identities)+1)
-	if b.shared != nil {
-		ups = append(ups, b.shared)
-	}
-	for _, u := range b.identities {
-		ups = append(ups, u)
-	}
+	ups := b.multiplexedLocked()
 	b.mu.Unlock()
 	b.startMu.Lock()
 	b.noStarts = true

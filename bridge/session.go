@@ -468,25 +468,23 @@ func (s *Session) Resume(lastEventID string) (*Stream, error) {
 		if st == nil {
 			t, ok := s.forgotten[id]
 			u.mu.Unlock()
-			switch {
-			case !ok:
+			if !ok {
 				// Not KindNotFound: a 404 would tell the client its
 				// session is gone, and it is not.
 				return nil, invalid(CodeInvalidRequest, "Last-Event-ID names no stream of this session that can be resumed", nil)
-			case n > t.seq:
-				return nil, invalid(CodeInvalidRequest, "Last-Event-ID names an event its stream has not sent", nil)
-			case n < t.seq:
-				return nil, s.goneError(lastEventID)
-			case t.get:
+			}
+			// Nothing of a forgotten stream is kept: all it sent is gone.
+			if err := s.canResume(lastEventID, n, t.seq, t.seq); err != nil {
+				return nil, err
+			}
+			if t.get {
 				// The client has all that stream sent; nothing has gone to
 				// it since it was left. A new GET stream misses nothing.
 				return s.OpenStream()
-			default:
-				// A complete POST stream the client has all of.
-				done := &Stream{sess: s, id: id, resumable: true, final: true, attached: true,
-					seq: n, evicted: n, cursor: n + 1, wake: make(chan struct{}, 1), gone: make(chan struct{})}
-				return done, nil
 			}
+			// A complete POST stream the client has all of.
+			return &Stream{sess: s, id: id, resumable: true, final: true, attached: true,
+				seq: n, evicted: n, cursor: n + 1, wake: make(chan struct{}, 1), gone: make(chan struct{})}, nil
 		}
 		st.mu.Lock()
 		if st.attached {
@@ -508,14 +506,9 @@ func (s *Session) Resume(lastEventID string) (*Stream, error) {
 			u.mu.Unlock()
 			return nil, ErrStreamConflict
 		}
-		var err error
 		s.logMu.Lock()
-		switch {
-		case n > st.seq:
-			err = invalid(CodeInvalidRequest, "Last-Event-ID names an event its stream has not sent", nil)
-		case st.evicted > n:
-			err = s.goneError(lastEventID)
-		default:
+		err := s.canResume(lastEventID, n, st.seq, st.evicted)
+		if err == nil {
 			st.cursor = n + 1
 			st.behind = false
 		}
@@ -543,10 +536,18 @@ func (s *Session) Resume(lastEventID string) (*Stream, error) {
 	}
 }
 
-func (s *Session) goneError(lastEventID string) error {
-	return &Error{Kind: KindGone, Code: CodeEventsGone, Message: fmt.Sprintf(
-		"the events after Last-Event-ID %s have aged out of the session's event log (it keeps %d events and %d bytes); resuming would leave a gap",
-		lastEventID, s.b.cfg.EventLogEvents, s.b.cfg.EventLogBytes)}
+// canResume checks a resume from event n of a stream that has sent seq
+// events, of which those up to evicted have aged out.
+func (s *Session) canResume(lastEventID string, n, seq, evicted int64) error {
+	switch {
+	case n > seq:
+		return invalid(CodeInvalidRequest, "Last-Event-ID names an event its stream has not sent", nil)
+	case evicted > n:
+		return &Error{Kind: KindGone, Code: CodeEventsGone, Message: fmt.Sprintf(
+			"the events after Last-Event-ID %s have aged out of the session's event log (it keeps %d events and %d bytes); resuming would leave a gap",
+			lastEventID, s.b.cfg.EventLogEvents, s.b.cfg.EventLogBytes)}
+	}
+	return nil
 }
 
 // resumeWait bounds how long a resume waits for the stream's old
@@ -664,7 +665,6 @@ func (s *Session) forgetLocked(st *Stream) {
 	s.forgotOrder = append(s.forgotOrder, st.id)
 	if len(s.forgotOrder) > maxForgotten {
 		delete(s.forgotten, s.forgotOrder[0])
-		s.forgotOrder[0] = 0
 		s.forgotOrder = s.forgotOrder[1:]
 	}
 }

@@ -50,13 +50,7 @@ func (b *Bridge) Snapshot() Snapshot {
 			sessions = append(sessions, s)
 		}
 	}
-	ups := make([]*upstream, 0, len(b.identities)+1)
-	if b.shared != nil {
-		ups = append(ups, b.shared)
-	}
-	for _, u := range b.identities {
-		ups = append(ups, u)
-	}
+	ups := b.multiplexedLocked()
 	b.mu.Unlock()
 	seen := map[*upstream]bool{}
 	for _, u := range ups {

@@ -33,8 +33,9 @@ type Stream struct {
 	want         int  // responses still owed (POST streams)
 	final        bool // nothing more will be appended
 	attached     bool // a client is reading it
-	// sse: an SSE writer reads it, so what comes for a POST stream goes
-	// straight to the log, numbered, however far behind the writer is.
+	// sse: a transport's reader loop reads it (SetCut), so what comes for
+	// a POST stream goes straight to the log, numbered, however far behind
+	// the reader is.
 	sse bool
 	// jsonOnly: the client takes one JSON body, so only responses may be
 	// put here; anything else is routed elsewhere.
@@ -261,21 +262,16 @@ func (st *Stream) unread() bool {
 	return st.cursor <= st.seq || st.behind
 }
 
-// unreadLocked appends the logged events the client has not taken, from
+// unreadLocked returns the logged events the client has not taken, from
 // the cursor on, and moves the cursor past them. The caller has checked
 // that none has aged out. Called with the session's logMu held.
-func (st *Stream) unreadLocked(buf []Event, ids bool) []Event {
+func (st *Stream) unreadLocked() []keptEvent {
+	var unread []keptEvent
 	if st.cursor <= st.seq && len(st.kept) > 0 {
-		for _, k := range st.kept[max(0, st.cursor-st.kept[0].n):] {
-			id := ""
-			if ids {
-				id = st.eventID(k.n)
-			}
-			buf = append(buf, Event{ID: id, Data: k.data})
-		}
+		unread = st.kept[max(0, st.cursor-st.kept[0].n):]
 	}
 	st.cursor = st.seq + 1
-	return buf
+	return unread
 }
 
 // Take takes what the client is to get now, appending it to buf, and
@@ -285,15 +281,11 @@ func (st *Stream) unreadLocked(buf []Event, ids bool) []Event {
 func (st *Stream) Take(buf [][]byte) ([][]byte, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	s := st.sess
-	s.logMu.Lock()
-	if st.cursor <= st.seq {
-		var evs []Event
-		for _, ev := range st.unreadLocked(evs, false) {
-			buf = append(buf, ev.Data)
-		}
+	st.sess.logMu.Lock()
+	for _, k := range st.unreadLocked() {
+		buf = append(buf, k.data)
 	}
-	s.logMu.Unlock()
+	st.sess.logMu.Unlock()
 	buf = append(buf, st.msgs...)
 	st.clearLocked()
 	if st.final {
@@ -348,14 +340,15 @@ func (st *Stream) Next(buf []Event) ([]Event, bool, error) {
 	s := st.sess
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.sse = true
 	s.logMu.Lock()
 	if st.behind || st.cursor <= st.evicted {
 		st.behind = true
 		s.logMu.Unlock()
 		return buf, false, ErrStreamBehind
 	}
-	buf = st.unreadLocked(buf, st.resumable)
+	for _, k := range st.unreadLocked() {
+		buf = append(buf, Event{ID: st.eventID(k.n), Data: k.data})
+	}
 	for i, m := range st.msgs {
 		id := ""
 		if st.resumable {

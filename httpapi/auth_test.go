@@ -224,7 +224,9 @@ func TestAttacks(t *testing.T) {
 	secrets = append(secrets, rotated)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := f.doRaw(tc.r, tc.host)
+			r := tc.r
+			r.host = tc.host
+			resp := f.do(r)
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode != tc.status {
@@ -270,44 +272,6 @@ const list = `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`
 func withScope(c jwt.MapClaims) jwt.MapClaims {
 	c["scope"] = "mcp:tools"
 	return c
-}
-
-// doRaw is do with an optional query string and Host.
-func (e *env) doRaw(r req, host string) *http.Response {
-	e.t.Helper()
-	if r.method == "" {
-		r.method = http.MethodPost
-	}
-	u := e.url
-	if r.query != "" {
-		u += "?" + r.query
-	}
-	hr, err := http.NewRequest(r.method, u, strings.NewReader(r.body))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if host != "" {
-		hr.Host = host
-	}
-	accept := "application/json, text/event-stream"
-	if r.method == http.MethodGet {
-		accept = "text/event-stream"
-	}
-	hr.Header.Set("Accept", accept)
-	if r.method == http.MethodPost {
-		hr.Header.Set("Content-Type", "application/json")
-	}
-	if r.sid != "" {
-		hr.Header.Set("Mcp-Session-Id", r.sid)
-	}
-	for k, v := range r.header {
-		hr.Header.Set(k, v)
-	}
-	resp, err := e.client.Do(hr)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return resp
 }
 
 // TestAuthPrincipals: each principal reaches its own sessions with every

@@ -90,7 +90,8 @@ type req struct {
 	ctype   string // default application/json
 	version string // MCP-Protocol-Version
 	header  map[string]string
-	query   string // raw query string (doRaw only)
+	query   string // raw query string
+	host    string // Host, if not the server's
 }
 
 func (e *env) do(r req) *http.Response {
@@ -113,9 +114,16 @@ func (e *env) try(ctx context.Context, r req) (*http.Response, error) {
 	if r.method == "" {
 		r.method = http.MethodPost
 	}
-	hr, err := http.NewRequestWithContext(ctx, r.method, e.url, strings.NewReader(r.body))
+	u := e.url
+	if r.query != "" {
+		u += "?" + r.query
+	}
+	hr, err := http.NewRequestWithContext(ctx, r.method, u, strings.NewReader(r.body))
 	if err != nil {
 		return nil, err
+	}
+	if r.host != "" {
+		hr.Host = r.host
 	}
 	if r.accept == "" {
 		r.accept = "application/json, text/event-stream"

@@ -567,6 +567,33 @@ func checkTSResult(t *testing.T, res testpeers.TSResult, echo string, tools ...s
 // TestServerEverything serves the reference server-everything (Node, stdio)
 // behind the bridge, a server the bridge's authors did not write, to the
 // Go and TypeScript SDK clients and to many Go sessions at once.
+// checkEverything calls server-everything's echo, a long-running
+// operation with progress, and a tool that asks the client for sampling.
+func checkEverything(ctx context.Context, t *testing.T, c *goPeer) {
+	t.Helper()
+	if got := c.callText(ctx, t, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}}); got != "Echo: hi" {
+		t.Errorf("echo = %q, want %q", got, "Echo: hi")
+	}
+
+	const steps = 3
+	params := &mcp.CallToolParams{Name: "trigger-long-running-operation", Arguments: map[string]any{"duration": 0.03, "steps": steps}}
+	params.SetProgressToken("everything-1")
+	if got := c.callText(ctx, t, params); !strings.Contains(got, "Long running operation completed") {
+		t.Errorf("long running operation = %q", got)
+	}
+	c.wantProgress(ctx, t, "everything-1", steps, steps, steps) // 1..steps
+
+	const prompt = "what is 6*7?"
+	got := c.callText(ctx, t, &mcp.CallToolParams{Name: "trigger-sampling-request", Arguments: map[string]any{"prompt": prompt, "maxTokens": 10}})
+	asked := receive(ctx, t, c.prompts, "sampling request")
+	if !strings.Contains(asked, prompt) {
+		t.Errorf("the client was asked %q, want it to contain %q", asked, prompt)
+	}
+	if !strings.Contains(got, sampled(asked)) {
+		t.Errorf("sampling tool = %q, want it to contain the handler's answer %q", got, sampled(asked))
+	}
+}
+
 func TestServerEverything(t *testing.T) {
 	entry := filepath.Join(testpeers.NodeModules(t), "@modelcontextprotocol", "server-everything", "dist", "index.js")
 	p := startBridge(t, nil, "--", testpeers.Node(t), entry, "stdio")
@@ -581,27 +608,7 @@ func TestServerEverything(t *testing.T) {
 				t.Errorf("tools %q lack %q", tools, want)
 			}
 		}
-		if got := c.callText(ctx, t, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}}); got != "Echo: hi" {
-			t.Errorf("echo = %q, want %q", got, "Echo: hi")
-		}
-
-		const steps = 3
-		params := &mcp.CallToolParams{Name: "trigger-long-running-operation", Arguments: map[string]any{"duration": 0.03, "steps": steps}}
-		params.SetProgressToken("everything-1")
-		if got := c.callText(ctx, t, params); !strings.Contains(got, "Long running operation completed") {
-			t.Errorf("long running operation = %q", got)
-		}
-		c.wantProgress(ctx, t, "everything-1", steps, steps, steps) // 1..steps
-
-		const prompt = "what is 6*7?"
-		got := c.callText(ctx, t, &mcp.CallToolParams{Name: "trigger-sampling-request", Arguments: map[string]any{"prompt": prompt, "maxTokens": 10}})
-		asked := receive(ctx, t, c.prompts, "sampling request")
-		if !strings.Contains(asked, prompt) {
-			t.Errorf("the client was asked %q, want it to contain %q", asked, prompt)
-		}
-		if !strings.Contains(got, sampled(asked)) {
-			t.Errorf("sampling tool = %q, want it to contain the handler's answer %q", got, sampled(asked))
-		}
+		checkEverything(ctx, t, c)
 	})
 
 	t.Run("typescript client", func(t *testing.T) {

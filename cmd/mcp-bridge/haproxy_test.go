@@ -119,41 +119,19 @@ func startHAProxy(t *testing.T, cfg string) (url string, logs func() string) {
 	if out, err := check.CombinedOutput(); err != nil {
 		t.Fatalf("haproxy -c: %v\n%s\n%s", err, out, cfg)
 	}
-	var mu sync.Mutex
 	var log bytes.Buffer
-	w := writerFunc(func(p []byte) (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return log.Write(p)
-	})
+	w := &lockedWriter{w: &log}
 	cmd := exec.Command(bin, "-db", "-f", path)
 	cmd.ExtraFiles = []*os.File{f}
 	cmd.Stdout, cmd.Stderr = w, w
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second): // a safety net, not a timing assertion
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
+	runDaemon(t, cmd)
 	logs = func() string {
-		mu.Lock()
-		defer mu.Unlock()
+		w.mu.Lock()
+		defer w.mu.Unlock()
 		return log.String()
 	}
 	return "http://" + addr, logs
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // TestReplicasBehindHAProxy: 50 sessions from the official Go SDK client
 // through HAProxy to two bridge processes. Every call succeeds, which it
@@ -293,6 +271,28 @@ func scrapeMetrics(t *testing.T, hc *http.Client, base string) map[string]float6
 // loopbackListener is a listening socket on 127.0.0.1, as a file to hand
 // to a child (ExtraFiles): no port is chosen and freed, so none can be
 // taken in between. The caller closes it once the child has its copy.
+// runDaemon starts a server process (HAProxy, nginx) in a process group
+// of its own and stops it when the test ends: SIGTERM, then, should it
+// hang, SIGKILL to the whole group, workers included.
+func runDaemon(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second): // a safety net, not a timing assertion
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+	})
+}
+
 func loopbackListener(t *testing.T) (f *os.File, addr string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

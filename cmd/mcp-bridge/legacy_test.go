@@ -218,21 +218,7 @@ func TestLegacyServerEverything(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), e2eTimeout)
 		defer cancel()
 		c := connectLegacyGo(ctx, t, p.Base+"/sse", nil)
-		if got := c.callText(ctx, t, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}}); got != "Echo: hi" {
-			t.Errorf("echo = %q, want %q", got, "Echo: hi")
-		}
-		const steps = 3
-		params := &mcp.CallToolParams{Name: "trigger-long-running-operation", Arguments: map[string]any{"duration": 0.03, "steps": steps}}
-		params.SetProgressToken("everything-1")
-		if got := c.callText(ctx, t, params); !strings.Contains(got, "Long running operation completed") {
-			t.Errorf("long running operation = %q", got)
-		}
-		c.wantProgress(ctx, t, "everything-1", steps, steps, steps)
-		const prompt = "what is 6*7?"
-		got := c.callText(ctx, t, &mcp.CallToolParams{Name: "trigger-sampling-request", Arguments: map[string]any{"prompt": prompt, "maxTokens": 10}})
-		if asked := receive(ctx, t, c.prompts, "sampling request"); !strings.Contains(asked, prompt) || !strings.Contains(got, sampled(asked)) {
-			t.Errorf("asked %q, tool answered %q", asked, got)
-		}
+		checkEverything(ctx, t, c)
 	})
 }
 

@@ -24,9 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // nginxConfig proxies everything to upstream, with the directives of
@@ -56,14 +54,17 @@ http {
 }
 `
 
-// nginxBinary is nginx on PATH or where Debian puts it.
-func nginxBinary() string {
+// requireNginx is nginx on PATH or where Debian puts it; without it the
+// test is skipped.
+func requireNginx(t *testing.T) string {
+	t.Helper()
 	if bin, err := exec.LookPath("nginx"); err == nil {
 		return bin
 	}
 	if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
 		return "/usr/sbin/nginx"
 	}
+	t.Skip("nginx is not installed (test.sh installs the Debian package)")
 	return ""
 }
 
@@ -78,10 +79,7 @@ func nginxBinary() string {
 // that fails.
 func startNginx(t *testing.T, upstream, proxy string) string {
 	t.Helper()
-	bin := nginxBinary()
-	if bin == "" {
-		t.Skip("nginx is not installed (test.sh installs the Debian package)")
-	}
+	bin := requireNginx(t)
 	dir := t.TempDir()
 	f, addr := loopbackListener(t)
 	defer f.Close() // nginx has its own copy once started
@@ -102,26 +100,14 @@ func startNginx(t *testing.T, upstream, proxy string) string {
 	cmd := exec.Command(bin, "-p", dir, "-c", path, "-e", errorLog)
 	cmd.Env = append(os.Environ(), "NGINX=3;")
 	cmd.ExtraFiles = []*os.File{f}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second): // a safety net, not a timing assertion
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
+	t.Cleanup(func() { // runs after runDaemon's: nginx has stopped
 		if t.Failed() {
 			t.Logf("nginx error log:\n%s%s", logs(), out.String())
 		}
 	})
+	runDaemon(t, cmd)
 	return "http://" + addr
 }
 
@@ -163,9 +149,7 @@ func (s *sseLines) next() (ev sseEvent, ok bool) {
 // nginx held the event in its buffer, it would have arrived only once the
 // buffer filled, minutes later, and the test would time out.
 func TestThroughNginx(t *testing.T) {
-	if nginxBinary() == "" {
-		t.Skip("nginx is not installed (test.sh installs the Debian package)")
-	}
+	requireNginx(t)
 	p := startBridge(t, nil)
 	for _, tc := range []struct{ name, directives string }{
 		{"HTTP/1.1 upstream", "            proxy_http_version 1.1;\n            proxy_set_header Connection \"\";"},

@@ -63,9 +63,7 @@ func TestResumeGoSDKThroughCuts(t *testing.T) {
 // upstream connection, and the resuming GET's Last-Event-ID goes through
 // nginx.
 func TestResumeGoSDKThroughNginxCuts(t *testing.T) {
-	if nginxBinary() == "" {
-		t.Skip("nginx is not installed (test.sh installs the Debian package)")
-	}
+	requireNginx(t)
 	badchild := testpeers.BuildGo(t, "./testdata/badchild")
 	p := startBridge(t, nil, "--", badchild)
 	nginx := startNginx(t, strings.TrimPrefix(p.Base, "http://"),
