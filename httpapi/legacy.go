@@ -470,7 +470,9 @@ func (l *legacy) initialize(w http.ResponseWriter, r *http.Request, c *legacyCon
 		failed()
 		return err
 	}
-	sess, st, err := h.b.Initialize(p.Key(), msgs[0], false)
+	// The same start as the Streamable endpoint's: the child gets the
+	// principal's --claim-env variables (ClaimEnv) here too.
+	sess, st, err := h.b.InitializeAs(p.Key(), claimEnv(h.opts.ClaimEnv, p), msgs[0], false)
 	if err != nil {
 		release()
 		failed()
