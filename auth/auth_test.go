@@ -55,8 +55,11 @@ func TestBearerToken(t *testing.T) {
 		{"scheme case-insensitive", request("bearer abc"), "abc", ""},
 		{"no header", request(), "", "none"},
 		{"basic", request("Basic dXNlcjpwYXNz"), "", "none"},
-		{"empty bearer", request("Bearer "), "", auth.CodeInvalidRequest},
-		{"empty credentials", request("Bearer"), "", auth.CodeInvalidRequest},
+		// An empty token is an invalid one (401), not a malformed request
+		// (400): a client starts its authorization flow only on 401.
+		{"empty bearer", request("Bearer "), "", auth.CodeInvalidToken},
+		{"empty credentials", request("Bearer"), "", auth.CodeInvalidToken},
+		{"only spaces after the scheme", request("Bearer    "), "", auth.CodeInvalidToken},
 		{"two headers", request("Bearer a", "Bearer b"), "", auth.CodeInvalidRequest},
 		{"space inside", request("Bearer a b"), "", auth.CodeInvalidRequest},
 		{"= inside", request("Bearer a=b"), "", auth.CodeInvalidRequest},

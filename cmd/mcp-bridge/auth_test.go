@@ -121,6 +121,24 @@ func TestAuthProcess(t *testing.T) {
 	if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != wantChallenge {
 		t.Fatalf("no token: status %d, challenge %q; want 401, %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), wantChallenge)
 	}
+	// An empty bearer token is an invalid token: 401 and the challenge
+	// that starts a client's authorization flow, not 400 (issue 10 point
+	// 12). net/http trims the header, so "Bearer " arrives as "Bearer".
+	for _, h := range []string{"Bearer ", "Bearer"} {
+		req, _ := http.NewRequest(http.MethodPost, p.URL, strings.NewReader(initializeBody))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", h)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		want := `Bearer error="invalid_token", error_description="the access token is invalid, expired or not for this server", scope="mcp:tools", resource_metadata="https://bridge.example/.well-known/oauth-protected-resource/mcp"`
+		if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != want {
+			t.Errorf("Authorization %q: status %d, challenge %q; want 401, %q", h, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), want)
+		}
+	}
 	resp, err = http.Get(p.Base + "/.well-known/oauth-protected-resource/mcp")
 	if err != nil {
 		t.Fatal(err)
