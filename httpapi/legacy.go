@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -503,14 +501,5 @@ func (l *legacy) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		return nil, &httpError{status: http.StatusUnsupportedMediaType, code: bridge.CodeInvalidRequest,
 			msg: "Unsupported Media Type: Content-Type must be application/json"}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, l.h.opts.MaxBodyBytes))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, &httpError{status: http.StatusRequestEntityTooLarge, code: bridge.CodeInvalidRequest,
-				msg: "Request Entity Too Large: the body is over the limit of " + byteSize(mbe.Limit) + " (--max-body-bytes)"}
-		}
-		return nil, &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest, msg: "Bad Request: reading the body failed"}
-	}
-	return body, nil
+	return readBody(w, r, l.h.opts.MaxBodyBytes)
 }

@@ -59,6 +59,7 @@ type Config struct {
 	EventLogBytes   int           `env:"EVENT_LOG_BYTES" envDefault:"4194304" flag:"event-log-bytes" help:"bytes of SSE events a session keeps for resuming clients (the newest event is kept whatever its size); also caps the messages it holds while no stream is open"`
 	StopGrace       time.Duration `env:"STOP_GRACE" envDefault:"2s" flag:"stop-grace" help:"wait after closing a process's stdin, and again after SIGTERM, before SIGKILL"`
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"10s" flag:"shutdown-timeout" help:"on SIGINT/SIGTERM, how long requests in flight may take to finish"`
+	ReadTimeout     time.Duration `env:"READ_TIMEOUT" envDefault:"30s" flag:"read-timeout" help:"most time a client may take to send a request, headers and body (408, or the connection closed, past it); response streams are not bounded by it"`
 	SSEMaxDuration  time.Duration `env:"SSE_MAX_DURATION" envDefault:"0s" flag:"sse-max-duration" help:"close the connection of a 2025-11-25 session's SSE stream after this long (the client resumes with Last-Event-ID); 0: never"`
 	KeepAlive       time.Duration `env:"KEEPALIVE" envDefault:"15s" flag:"keepalive" help:"interval of SSE keep-alive comments"`
 	AllowOrigins    []string      `env:"ALLOW_ORIGINS" envSeparator:"," flag:"allow-origin" help:"browser origin allowed besides loopback ones, exact or with * (repeatable)"`
@@ -249,6 +250,7 @@ func (c *Config) validate() error {
 		"MaxSessions": int64(c.MaxSessions), "IdleTimeout": int64(c.IdleTimeout), "QueueLimit": int64(c.QueueLimit),
 		"EventLogEvents": int64(c.EventLogEvents), "EventLogBytes": int64(c.EventLogBytes),
 		"StopGrace": int64(c.StopGrace), "ShutdownTimeout": int64(c.ShutdownTimeout), "KeepAlive": int64(c.KeepAlive),
+		"ReadTimeout": int64(c.ReadTimeout),
 	}
 	for _, field := range slices.Sorted(maps.Keys(positive)) {
 		if positive[field] <= 0 {

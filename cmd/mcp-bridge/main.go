@@ -179,7 +179,7 @@ type served interface {
 // serve listens with h, serving path (for the log), until ctx ends, then
 // shuts down: the HTTP server and the children of b.
 func serve(ctx context.Context, cfg Config, log *slog.Logger, h http.Handler, b served, path string, what ...any) int {
-	srv := &httpapi.Server{Addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), Handler: h}
+	srv := &httpapi.Server{Addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), Handler: h, ReadTimeout: cfg.ReadTimeout}
 	if err := srv.Open(); err != nil {
 		log.Error("cannot listen", "err", err)
 		_ = b.Close(context.Background())
