@@ -9,11 +9,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -110,6 +113,14 @@ func run(ctx context.Context, args, environ []string, stderr io.Writer) int {
 		EventLogEvents: cfg.EventLogEvents,
 		EventLogBytes:  cfg.EventLogBytes,
 		Logger:         log,
+	}
+	if cfg.ConfigFile == "" {
+		// Found now, or never: a bridge that listens with a command it
+		// cannot start would answer every client with an error.
+		if err := commandError(command[0], cfg.Dir, bcfg.Env, "--cwd"); err != nil {
+			fmt.Fprintf(stderr, "mcp-bridge: %v\n", err)
+			return 2
+		}
 	}
 	hopts := httpapi.Options{
 		Path:             cfg.Path,
@@ -233,6 +244,24 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, h http.Handler, b 
 	}
 	log.Info("stopped")
 	return 0
+}
+
+// commandError says, naming the command, why a server's command (argv0,
+// run in dir with env) cannot be started, as the spawn would find it
+// (stdio.LookPath); nil when it can. cwd names the setting of dir.
+func commandError(argv0, dir string, env []string, cwd string) error {
+	_, err := stdio.LookPath(argv0, dir, env)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, exec.ErrNotFound):
+		return fmt.Errorf("command %q not found: no executable of that name in the server's PATH", argv0)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("command %q is not an executable file", argv0)
+	case !filepath.IsAbs(argv0) && dir != "":
+		return fmt.Errorf("command %q not found: no such file (relative to %s)", argv0, cwd)
+	}
+	return fmt.Errorf("command %q not found: no such file", argv0)
 }
 
 // answerGrace is how long, once every child is stopped at shutdown, the

@@ -411,6 +411,8 @@ type serverSet struct {
 	bridge  bridge.Config   // the flags' settings, which each server's start from
 	http    httpapi.Options // the same
 	log     *slog.Logger
+
+	served map[string]httpapi.MountSpec // what the last load applied, by name; owned by load
 }
 
 // openServers reads the file and starts serving its servers. bc and ho
@@ -471,20 +473,61 @@ func (s *serverSet) load() error {
 		return err
 	}
 	mounts := make([]httpapi.MountSpec, 0, len(specs))
+	type refusal struct {
+		name string
+		err  error
+		kept bool
+	}
+	var refused []refusal
 	for _, sp := range specs {
+		// A server whose command cannot be found is refused, alone: the
+		// others are served. One already served keeps its current
+		// settings (and sessions), as a file that cannot be read changes
+		// nothing.
+		if err := commandError(sp.Command[0], sp.Dir, sp.Env, `its "cwd"`); err != nil {
+			cur, kept := s.served[sp.Name]
+			if kept {
+				mounts = append(mounts, cur)
+			}
+			refused = append(refused, refusal{sp.Name, err, kept})
+			continue
+		}
 		ms, err := s.mountSpec(sp)
 		if err != nil {
 			return fmt.Errorf("%s: server %q: %w", s.file, sp.Name, err)
 		}
 		mounts = append(mounts, ms)
 	}
+	if s.served == nil && len(refused) > 0 && len(refused) == len(specs) {
+		// At start, a file none of whose servers can start is a mistake
+		// to report, not a bridge to run serving nothing.
+		errs := []error{fmt.Errorf("%s: no server can start", s.file)}
+		for _, r := range refused {
+			errs = append(errs, fmt.Errorf("%s: server %q: %w", s.file, r.name, r.err))
+		}
+		return errors.Join(errs...)
+	}
 	ch, err := s.Apply(mounts)
 	if err != nil {
 		return err
 	}
+	s.served = make(map[string]httpapi.MountSpec, len(mounts))
+	for _, ms := range mounts {
+		s.served[ms.Name] = ms
+	}
+	var refusedNames []string
+	for _, r := range refused {
+		refusedNames = append(refusedNames, r.name)
+		if r.kept {
+			s.log.Error("server refused; it keeps its current settings", "server", r.name, "err", r.err)
+		} else {
+			s.log.Error("server refused; it is not served", "server", r.name, "err", r.err)
+		}
+	}
 	s.log.Info("servers loaded", "config", s.file,
 		"added", strings.Join(ch.Added, ","), "removed", strings.Join(ch.Removed, ","),
-		"restarted", strings.Join(ch.Restarted, ","), "unchanged", strings.Join(ch.Unchanged, ","))
+		"restarted", strings.Join(ch.Restarted, ","), "unchanged", strings.Join(ch.Unchanged, ","),
+		"refused", strings.Join(refusedNames, ","))
 	if len(specs) == 0 {
 		s.log.Warn("the config file lists no enabled server", "config", s.file)
 	}
