@@ -68,7 +68,7 @@ func newOriginMatcher(list []string) (originMatcher, error) {
 		}
 		if strings.Contains(o, "*") {
 			if _, err := path.Match(o, ""); err != nil {
-				return m, fmt.Errorf("httpapi: allowed origin pattern %q: %w", o, err)
+				return m, fmt.Errorf("httpapi: an allowed origin pattern: %w", err)
 			}
 			m.patterns = append(m.patterns, o)
 			continue

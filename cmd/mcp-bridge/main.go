@@ -29,6 +29,12 @@ import (
 )
 
 func main() {
+	// Subcommands come alone, first; any other word before -- is refused
+	// (flags.go), so a subcommand is never taken for the server's command.
+	if len(os.Args) == 2 && os.Args[1] == "version" {
+		fmt.Println(versionString())
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "demo-server" {
 		if err := demo.Run(context.Background()); err != nil {
 			fmt.Fprintln(os.Stderr, "demo-server:", err)
@@ -38,12 +44,16 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Environ(), os.Stderr))
+	os.Exit(run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
 }
 
-func run(ctx context.Context, args, environ []string, stderr io.Writer) int {
+func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	cfg, err := loadConfig(args, envMap(environ), stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errVersion):
+		fmt.Fprintln(stdout, versionString())
 		return 0
 	}
 	if err != nil {
@@ -65,11 +75,11 @@ func run(ctx context.Context, args, environ []string, stderr io.Writer) int {
 	switch cfg.AuditLog {
 	case "":
 	case "-":
-		audit = os.Stdout
+		audit = stdout
 	default:
 		f, err := os.OpenFile(cfg.AuditLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
-			fmt.Fprintf(stderr, "mcp-bridge: --audit-log: %v\n", err)
+			fmt.Fprintf(stderr, "mcp-bridge: invalid %s: cannot open the file: %v\n", describe("AuditLog"), pathless(err))
 			return 2
 		}
 		defer f.Close()

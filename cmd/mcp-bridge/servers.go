@@ -217,12 +217,15 @@ func resolveServer(fe *fileErrors, name string, e serverEntry, cfg *Config, vars
 		switch _, set := vars[from]; {
 		case childVarProblem(k) != "":
 			bad("envFrom", "%q %s", k, childVarProblem(k))
+		// The variable is named only once it is known to be one that is
+		// set: what stands in its place may be the secret itself, written
+		// where its variable's name belongs.
 		case !envName.MatchString(from) || strings.HasPrefix(from, envPrefix):
-			bad("envFrom", "%s: %q is not a variable name outside %s*", k, from, envPrefix)
+			bad("envFrom", "%s: not a variable name outside %s*: give the NAME of a variable of the bridge's environment, never its value", k, envPrefix)
+		case !set:
+			bad("envFrom", "%s: the variable it names is not set in the bridge's environment: give the NAME of a variable, never its value", k)
 		case tokenVars[from]:
 			bad("envFrom", "%s: %s holds a token of the bridge, which no server may see", k, from)
-		case !set:
-			bad("envFrom", "%s: variable %s is not set in the bridge's environment", k, from)
 		}
 		if _, dup := e.Env[k]; dup {
 			bad("envFrom", "%s is in \"env\" too", k)
@@ -269,9 +272,9 @@ func resolveServer(fe *fileErrors, name string, e serverEntry, cfg *Config, vars
 			bad("maxSessions", "must be greater than zero")
 		}
 	}
-	for _, v := range e.TokenEnvs {
+	for i, v := range e.TokenEnvs {
 		if !envName.MatchString(v) || strings.HasPrefix(v, envPrefix) {
-			bad("tokenEnvs", "%q is not a variable name outside %s*", v, envPrefix)
+			bad("tokenEnvs", "%snot a variable name outside %s*: give the NAME of a variable that holds a token, never the token", entry(i, len(e.TokenEnvs)), envPrefix)
 		}
 	}
 	if len(fe.errs) == n && len(e.TokenEnvs) > 0 {
@@ -286,9 +289,9 @@ func resolveServer(fe *fileErrors, name string, e serverEntry, cfg *Config, vars
 		field string
 		rules []string
 	}{{"toolAllow", e.ToolAllow}, {"toolDeny", e.ToolDeny}} {
-		for _, r := range list.rules {
+		for i, r := range list.rules {
 			if _, err := auth.ParseToolRule(r, false); err != nil {
-				bad(list.field, "%v", err)
+				bad(list.field, "%s%v", entry(i, len(list.rules)), err)
 			}
 		}
 	}
@@ -466,7 +469,8 @@ func (s *serverSet) reloadOn(ctx context.Context, sig <-chan os.Signal) {
 func (s *serverSet) load() error {
 	data, err := os.ReadFile(s.file)
 	if err != nil {
-		return fmt.Errorf("%s: %w", describe("ConfigFile"), err)
+		// No path: until the file is read, it is only a setting's value.
+		return fmt.Errorf("%s: cannot read the file: %w", describe("ConfigFile"), pathless(err))
 	}
 	specs, err := parseServers(s.file, data, &s.cfg, s.environ)
 	if err != nil {

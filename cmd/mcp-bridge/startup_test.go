@@ -1,14 +1,20 @@
 package main
 
 // Issue 10, what a new user meets at start: a command that cannot be found
-// stops the bridge with a message naming it (point 8), and so does, in a
-// --config file, a server whose command cannot be found, alone.
+// stops the bridge with a message naming it, and in a --config file such a
+// server is refused alone (point 8); version and --version, and no stray
+// word taken for the command (point 9); no error shows a value (point 10).
 
 import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"reflect"
+	"regexp"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
@@ -131,4 +137,190 @@ func TestServersCommandNotFound(t *testing.T) {
 	if s := openSession(t, url("good")); s.intTool("pid") <= 0 {
 		t.Error("the server kept with its current settings does not serve new sessions")
 	}
+}
+
+// TestVersion is issue 10 point 9: mcp-bridge version and --version print
+// the version, the commit and the Go version, and a release build's
+// stamped version wins.
+func TestVersion(t *testing.T) {
+	bin := testpeers.BuildGo(t, "./cmd/mcp-bridge")
+	line := regexp.MustCompile(`^mcp-bridge (\S+) \(commit [^)]+\) (go\S+) (\S+/\S+)\n$`)
+	for _, args := range [][]string{{"version"}, {"--version"}, {"--port", "0", "--version"}} {
+		code, out := runBridge(t, bin, nil, args...)
+		m := line.FindStringSubmatch(out)
+		if code != 0 || m == nil || m[2] != runtime.Version() || m[3] != runtime.GOOS+"/"+runtime.GOARCH {
+			t.Errorf("mcp-bridge %s: exit status %d, output %q; want one line: mcp-bridge VERSION (commit ...) %s %s/%s",
+				strings.Join(args, " "), code, out, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		}
+	}
+
+	stamped := filepath.Join(t.TempDir(), "mcp-bridge")
+	build := exec.Command("go", "build", "-ldflags", "-X main.version=v1.2.3-test", "-o", stamped, "./cmd/mcp-bridge")
+	build.Dir = testpeers.ModuleRoot(t)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if code, out := runBridge(t, stamped, nil, "version"); code != 0 || !strings.HasPrefix(out, "mcp-bridge v1.2.3-test (commit ") {
+		t.Errorf("a build stamped with -X main.version=v1.2.3-test: exit status %d, %q", code, out)
+	}
+}
+
+func TestVersionLine(t *testing.T) {
+	info := func(version string, settings ...string) *debug.BuildInfo {
+		bi := &debug.BuildInfo{Main: debug.Module{Path: "github.com/mcp-bridge/mcp-bridge", Version: version}}
+		for i := 0; i+1 < len(settings); i += 2 {
+			bi.Settings = append(bi.Settings, debug.BuildSetting{Key: settings[i], Value: settings[i+1]})
+		}
+		return bi
+	}
+	goVersion := ") " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH
+	tests := []struct {
+		name    string
+		stamped string
+		bi      *debug.BuildInfo
+		want    string
+	}{
+		{"no build info", "", nil, "mcp-bridge devel (commit unknown" + goVersion},
+		{"a local build", "", info("(devel)"), "mcp-bridge devel (commit unknown" + goVersion},
+		{"the module version", "", info("v0.3.0", "vcs.revision", "0123abcd", "vcs.modified", "false"), "mcp-bridge v0.3.0 (commit 0123abcd" + goVersion},
+		{"a modified tree", "", info("(devel)", "vcs.revision", "0123abcd", "vcs.modified", "true"), "mcp-bridge devel (commit 0123abcd, modified" + goVersion},
+		{"the stamped version wins", "v1.2.3", info("v0.3.0", "vcs.revision", "0123abcd"), "mcp-bridge v1.2.3 (commit 0123abcd" + goVersion},
+	}
+	for _, tt := range tests {
+		if got := versionLine(tt.stamped, tt.bi); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestStrayWords is issue 10 point 9: a word before -- is refused with a
+// message saying the command goes after --, instead of becoming the
+// command; the command after -- and MCP_BRIDGE_COMMAND still work.
+func TestStrayWords(t *testing.T) {
+	bin := testpeers.BuildGo(t, "./cmd/mcp-bridge")
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"version after a flag", []string{"--port", "0", "version"}, []string{`"version" is not a flag: the MCP server's command goes after --`, "mcp-bridge version"}},
+		{"a command without --", []string{"--port", "0", "npx", "-y", "server-everything"}, []string{`"npx" is not a flag: the MCP server's command goes after --, as in mcp-bridge [flags] -- npx`}},
+		{"a value after a true/false flag", []string{"--port", "0", "--stateless", "false"}, []string{"--stateless takes no separate value", "--stateless=false"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			code, out := runBridge(t, bin, nil, tt.args...)
+			if code != 2 {
+				t.Errorf("exit status %d, want 2", code)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("stderr does not say %q:\n%s", w, out)
+				}
+			}
+			if strings.Contains(out, "listening") || strings.Contains(out, "Usage:") {
+				t.Errorf("want one line of error, not a bridge or the whole help:\n%s", out)
+			}
+		})
+	}
+	t.Run("MCP_BRIDGE_COMMAND", func(t *testing.T) {
+		t.Parallel()
+		badchild := testpeers.BuildGo(t, "./testdata/badchild")
+		cmd, _ := json.Marshal([]string{badchild})
+		p := startBridge(t, append(environWithout(envPrefix), "MCP_BRIDGE_COMMAND="+string(cmd)))
+		if pid := openSession(t, p.URL).intTool("pid"); pid <= 0 {
+			t.Errorf("the command of MCP_BRIDGE_COMMAND does not serve")
+		}
+	})
+}
+
+// TestFlagErrorsShowNoValue is issue 10 point 10: for every flag, given
+// as a flag and as its variable, a bad value that looks like a token is
+// refused with a message naming the flag and the variable, and the value
+// never appears; flags that take a variable's name say so. The flag
+// package's own messages (which quote the value) and its whole usage are
+// never printed.
+func TestFlagErrorsShowNoValue(t *testing.T) {
+	bin := testpeers.BuildGo(t, "./cmd/mcp-bridge")
+	// Token-shaped, and with an underscore, so it is no host name either.
+	const secret = "sEcReT_t0k3n_0123456789abcdef"
+	jwt := []string{"--jwt-issuer", "https://issuer.example", "--public-url", "https://bridge.example/mcp"}
+	type badValue struct {
+		value string
+		extra []string // more flags, so that the check of this one is reached
+		want  string   // besides the flag and the variable
+	}
+	nameHint := "NAME of a variable"
+	values := map[string]badValue{
+		"host":           {value: secret},
+		"path":           {value: secret},
+		"sse-path":       {value: secret},
+		"message-path":   {value: secret},
+		"config":         {value: "/nonexistent/" + secret},
+		"mode":           {value: secret},
+		"claim-env":      {value: secret, want: nameHint},
+		"cwd":            {value: "/nonexistent/" + secret},
+		"env":            {value: "BAD-NAME=" + secret},
+		"hide-env":       {value: "bad-" + secret, want: nameHint},
+		"response-mode":  {value: secret},
+		"allow-origin":   {value: secret},
+		"log-format":     {value: secret},
+		"log-level":      {value: secret},
+		"token-env":      {value: secret, want: nameHint},
+		"jwt-secret-env": {value: secret, extra: jwt, want: nameHint},
+		"jwt-public-key": {value: "/nonexistent/" + secret, extra: jwt},
+		"jwks-url":       {value: "https://127.0.0.1:1/jwks?key=" + secret, extra: jwt},
+		"jwt-issuer":     {value: secret},
+		"jwt-audience":   {value: secret},
+		"require-scope":  {value: secret},
+		"public-url":     {value: secret},
+		"auth-server":    {value: secret},
+		"tool-allow":     {value: secret},
+		"tool-deny":      {value: secret},
+		"audit-log":      {value: "/nonexistent/" + secret},
+	}
+	var tests []refusal
+	ct := reflect.TypeFor[Config]()
+	for i := range ct.NumField() {
+		f := ct.Field(i)
+		name, variable := f.Tag.Get("flag"), envPrefix+f.Tag.Get("env")
+		if name == "" || name == "-" {
+			continue
+		}
+		bv := badValue{value: secret}
+		switch f.Type.Kind() {
+		case reflect.String, reflect.Slice:
+			var ok bool
+			if bv, ok = values[name]; !ok {
+				t.Errorf("no bad value for --%s: add one to this test", name)
+				continue
+			}
+		}
+		want := []string{"--" + name + " / " + variable}
+		if bv.want != "" {
+			want = append(want, bv.want)
+		}
+		notWant := []string{secret, "Usage:", "invalid value"}
+		tests = append(tests,
+			refusal{name: "--" + name, args: append([]string{"--port", "0", "--" + name + "=" + bv.value}, bv.extra...), want: want, notWant: notWant},
+			refusal{name: variable, env: []string{variable + "=" + bv.value}, args: append([]string{"--port", "0"}, bv.extra...), want: want, notWant: notWant},
+		)
+	}
+	tests = append(tests,
+		refusal{name: "a token given to --token-env", args: []string{"--token-env", "sk-" + secret + "=="}, want: []string{"--token-env / MCP_BRIDGE_TOKEN_ENVS", nameHint}, notWant: []string{secret}},
+		refusal{name: "the second of two --token-env", env: []string{"A_TOKEN=" + tokenAlice}, args: []string{"--token-env", "A_TOKEN", "--token-env", secret}, want: []string{"2nd name given", nameHint}, notWant: []string{secret}},
+		refusal{name: "an unknown flag with a value", args: []string{"--tokne-env=" + secret}, want: []string{"unknown flag --tokne-env; run mcp-bridge --help"}, notWant: []string{secret, "Usage:"}},
+		refusal{name: "an unknown flag that is a token", args: []string{"--" + secret}, want: []string{"unknown flag; run mcp-bridge --help"}, notWant: []string{secret, "Usage:"}},
+		refusal{name: "a value after a true/false flag", args: []string{"--stateless", secret}, want: []string{"--stateless takes no separate value"}, notWant: []string{secret}},
+	)
+	checkRefusals(t, bin, tests)
+
+	t.Run("--help shows no value of the environment", func(t *testing.T) {
+		t.Parallel()
+		code, out := runBridge(t, bin, []string{"MCP_BRIDGE_ENV=API_KEY=" + secret, "MCP_BRIDGE_TOKEN_ENVS=" + secret}, "--help")
+		if code != 0 || !strings.Contains(out, "Usage:") || strings.Contains(out, secret) {
+			t.Errorf("--help: exit status %d; shows the value: %v\n%s", code, strings.Contains(out, secret), out)
+		}
+	})
 }
