@@ -391,8 +391,23 @@ func TestCORS(t *testing.T) {
 			t.Errorf("preflight from %s: max-age %q, credentials %q", origin, h.Get("Access-Control-Max-Age"), h.Get("Access-Control-Allow-Credentials"))
 		}
 	}
-	if resp := preflight("https://evil.example"); resp.StatusCode != 403 || resp.Header.Get("Access-Control-Allow-Origin") != "" {
-		t.Errorf("preflight from a refused origin: status %d, allow-origin %q", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+	// A refused origin: 403, and an Access-Control-Allow-Origin that
+	// grants nothing but carries the reason to the browser's console;
+	// logged at warn with the hint, once a minute per origin.
+	for range 3 {
+		resp := preflight("https://evil.example")
+		if acao := resp.Header.Get("Access-Control-Allow-Origin"); resp.StatusCode != 403 ||
+			acao != "refused-by-mcp-bridge:allow-it-with--allow-origin=https://evil.example" || resp.Header.Get("Access-Control-Allow-Methods") != "" {
+			t.Errorf("preflight from a refused origin: status %d, allow-origin %q, allow-methods %q", resp.StatusCode, acao, resp.Header.Get("Access-Control-Allow-Methods"))
+		}
+	}
+	logged := f.log.String()
+	warn := `level=WARN msg="request refused: origin not allowed" origin=https://evil.example method=OPTIONS path=/mcp hint="to allow this origin, start the bridge with --allow-origin https://evil.example"`
+	if n := strings.Count(logged, warn); n != 1 {
+		t.Errorf("the refusals are logged at warn %d times, want once:\n%s", n, logged)
+	}
+	if n := strings.Count(logged, `level=DEBUG msg="request refused: origin not allowed" origin=https://evil.example`); n != 2 {
+		t.Errorf("the refusals past the first are logged at debug %d times, want 2:\n%s", n, logged)
 	}
 	// Actual responses expose the session id and the challenge, errors
 	// included.

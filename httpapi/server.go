@@ -223,8 +223,9 @@ func Handler(opts Options) (http.Handler, error) {
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
 	// The Origin and Host checks come first: a preflight from a refused
-	// origin gets 403, not CORS headers.
-	r.Use(guard{origins: origins, loopbackOnly: opts.LoopbackOnly}.middleware)
+	// origin gets 403 with the reason (guard), not rs/cors's headers, and
+	// no request from it reaches anything behind.
+	r.Use(guard{origins: origins, loopbackOnly: opts.LoopbackOnly, refused: newOriginLog(opts.Logger, opts.Now)}.middleware)
 	r.Use(newCORS(origins))
 	// Operations (metrics.go, ready.go): /metrics, /readyz, and metrics of
 	// the MCP endpoint. Unauthenticated, like /healthz.
