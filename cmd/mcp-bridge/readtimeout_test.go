@@ -9,12 +9,15 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,8 +52,11 @@ func TestSlowRequestBody(t *testing.T) {
 			if !resp.Close {
 				t.Errorf("the response keeps the connection (Connection: %q); the rest of the body is still coming", resp.Header.Get("Connection"))
 			}
-			if err := rest(); err != io.EOF {
-				t.Errorf("after the answer, the connection gives %v, want it closed (EOF)", err)
+			// Closed: EOF, or a reset once the bridge closes for good
+			// with trickled bytes unread (net/http half-closes first, so
+			// the answer itself is never lost to the reset).
+			if err := rest(); err != io.EOF && !errors.Is(err, syscall.ECONNRESET) {
+				t.Errorf("after the answer, the connection gives %v, want it closed", err)
 			}
 		})
 	}
@@ -95,7 +101,8 @@ func TestSlowRequestBody(t *testing.T) {
 
 // trickle POSTs body to url over a raw connection: the headers at once,
 // then the body one byte every 50 ms until the bridge answers. It returns
-// the answer and a function reading what comes after it on the connection.
+// the answer and a function that stops the trickle and reads what comes
+// after the answer on the connection.
 func trickle(t *testing.T, rawURL, token, body string) (*http.Response, func() error) {
 	t.Helper()
 	u, err := url.Parse(rawURL)
@@ -118,6 +125,7 @@ func trickle(t *testing.T, rawURL, token, body string) (*http.Response, func() e
 		t.Fatal(err)
 	}
 	answered := make(chan struct{})
+	stop := sync.OnceFunc(func() { close(answered) })
 	trickled := make(chan struct{})
 	go func() {
 		defer close(trickled)
@@ -134,7 +142,7 @@ func trickle(t *testing.T, rawURL, token, body string) (*http.Response, func() e
 			}
 		}
 	}()
-	t.Cleanup(func() { close(answered); <-trickled })
+	t.Cleanup(func() { stop(); <-trickled })
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
@@ -144,6 +152,8 @@ func trickle(t *testing.T, rawURL, token, body string) (*http.Response, func() e
 		t.Fatalf("reading the answer: %v", err)
 	}
 	return resp, func() error {
+		stop()
+		<-trickled
 		_, err := br.ReadByte()
 		return err
 	}
