@@ -52,7 +52,7 @@ func (g guard) middleware(next http.Handler) http.Handler {
 // request, and its script reads nothing, not even that the bridge
 // answered), but the reason, which browsers print in the console's CORS
 // error ("…has a value 'refused-by-mcp-bridge:…' that is not equal to the
-// supplied origin" in Chromium, "…does not match…" in Firefox) where a
+// supplied origin" in Chromium; Firefox's "does not match", by MDN) where a
 // refusal without the header would read as a bridge that does not speak
 // CORS. A refused preflight (or a request sent without one) is all a page
 // gets; its status, 403, is the spec's for a bad Origin and is never

@@ -191,7 +191,7 @@ func (c *Config) validate() error {
 		case !ok || claim == "" || !envName.MatchString(name):
 			bad("ClaimEnv", "%snot CLAIM=VARIABLE: a claim, and the NAME of a variable to put it in", entry(i, len(c.ClaimEnv)))
 		case strings.HasPrefix(name, envPrefix):
-			bad("ClaimEnv", "%s: variables named %s* are the bridge's own", name, envPrefix)
+			bad("ClaimEnv", "%svariables named %s* are the bridge's own", entry(i, len(c.ClaimEnv)), envPrefix)
 		}
 	}
 	if len(c.ClaimEnv) > 0 && (c.Mode == "shared" || c.Stateless) {
@@ -240,9 +240,9 @@ func (c *Config) validate() error {
 		// Only the name is shown: the value may well be a secret.
 		name, _, ok := strings.Cut(kv, "=")
 		if !ok || !envName.MatchString(name) {
-			bad("Env", "entry %d is not NAME=value with a valid NAME", i+1)
+			bad("Env", "%snot NAME=value with a valid NAME", entry(i, len(c.Env)))
 		} else if strings.HasPrefix(name, envPrefix) {
-			bad("Env", "%s: variables named %s* are the bridge's own and never reach the server", name, envPrefix)
+			bad("Env", "%svariables named %s* are the bridge's own and never reach the server", entry(i, len(c.Env)), envPrefix)
 		}
 	}
 	for i, name := range c.HideEnv {
@@ -272,7 +272,7 @@ func (c *Config) validateAuth() []error {
 		if !envName.MatchString(name) {
 			bad("TokenEnvs", "%snot a valid variable name: the flag takes the NAME of a variable that holds a token, never the token", entry(i, len(c.TokenEnvs)))
 		} else if strings.HasPrefix(name, envPrefix) {
-			bad("TokenEnvs", "%s: variables named %s* are the bridge's settings, not tokens", name, envPrefix)
+			bad("TokenEnvs", "%svariables named %s* are the bridge's settings, not tokens", entry(i, len(c.TokenEnvs)), envPrefix)
 		}
 	}
 	switch {
