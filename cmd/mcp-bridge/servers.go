@@ -476,31 +476,9 @@ func (s *serverSet) load() error {
 	if err != nil {
 		return err
 	}
-	mounts := make([]httpapi.MountSpec, 0, len(specs))
-	type refusal struct {
-		name string
-		err  error
-		kept bool
-	}
-	var refused []refusal
-	for _, sp := range specs {
-		// A server whose command cannot be found is refused, alone: the
-		// others are served. One already served keeps its current
-		// settings (and sessions), as a file that cannot be read changes
-		// nothing.
-		if err := commandError(sp.Command[0], sp.Dir, sp.Env, `its "cwd"`); err != nil {
-			cur, kept := s.served[sp.Name]
-			if kept {
-				mounts = append(mounts, cur)
-			}
-			refused = append(refused, refusal{sp.Name, err, kept})
-			continue
-		}
-		ms, err := s.mountSpec(sp)
-		if err != nil {
-			return fmt.Errorf("%s: server %q: %w", s.file, sp.Name, err)
-		}
-		mounts = append(mounts, ms)
+	mounts, refused, err := s.mounts(specs)
+	if err != nil {
+		return err
 	}
 	if s.served == nil && len(refused) > 0 && len(refused) == len(specs) {
 		// At start, a file none of whose servers can start is a mistake
@@ -541,6 +519,40 @@ func (s *serverSet) load() error {
 		}
 	}
 	return nil
+}
+
+// refusedServer is a server of the file that cannot be served: its
+// command cannot be found. kept: it is served already, and keeps its
+// settings.
+type refusedServer struct {
+	name string
+	err  error
+	kept bool
+}
+
+// mounts are the servers of specs as Apply takes them, and the ones
+// refused. A server whose command cannot be found is refused alone: the
+// others are served. One already served keeps its current settings (and
+// sessions), as a file that cannot be read changes nothing.
+func (s *serverSet) mounts(specs []serverSpec) ([]httpapi.MountSpec, []refusedServer, error) {
+	mounts := make([]httpapi.MountSpec, 0, len(specs))
+	var refused []refusedServer
+	for _, sp := range specs {
+		if err := commandError(sp.Command[0], sp.Dir, sp.Env, `its "cwd"`); err != nil {
+			cur, kept := s.served[sp.Name]
+			if kept {
+				mounts = append(mounts, cur)
+			}
+			refused = append(refused, refusedServer{sp.Name, err, kept})
+			continue
+		}
+		ms, err := s.mountSpec(sp)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: server %q: %w", s.file, sp.Name, err)
+		}
+		mounts = append(mounts, ms)
+	}
+	return mounts, refused, nil
 }
 
 // mountSpec is the bridge and endpoint of one server: the flags'
