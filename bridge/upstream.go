@@ -24,10 +24,12 @@ type upstream struct {
 	b      *Bridge
 	logp   atomic.Pointer[slog.Logger] // changes when a pooled child meets its session
 	shared bool
-	// identity is the owner of a per-identity child ("" otherwise), env
-	// what its owner's claims add to its environment.
-	identity string
-	env      []string
+	// identity is the owner's key of a per-identity child ("" otherwise),
+	// identityName its name (Owner), env what its owner's claims add to
+	// its environment.
+	identity     string
+	identityName string
+	env          []string
 
 	mu         sync.Mutex
 	child      *stdio.Child // nil while a shared child restarts

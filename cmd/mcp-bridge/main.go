@@ -57,6 +57,11 @@ func run(ctx context.Context, args, environ []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcp-bridge: %v\n", err)
 		return 2
 	}
+	metricsAuth, err := cfg.metricsAuth(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-bridge: %v\n", err)
+		return 2
+	}
 	policy, _ := cfg.toolPolicy() // validated by loadConfig
 	var audit io.Writer
 	switch cfg.AuditLog {
@@ -138,6 +143,8 @@ func run(ctx context.Context, args, environ []string, stderr io.Writer) int {
 		RateLimit:               cfg.RateLimit,
 		RateBurst:               cfg.RateBurst,
 		ToolPolicy:              policy,
+		Admins:                  cfg.admins(),
+		MetricsAuth:             metricsAuth,
 		Audit:                   audit,
 		AuditArguments:          cfg.AuditArguments,
 	}
