@@ -149,6 +149,29 @@ func TestSplice(t *testing.T) {
 			if len(got) > 0 && len(in) > 0 && &got[0] == &in[0] {
 				t.Error("splice returned its input's array")
 			}
+			// replace: in place when the caller owns the message and its
+			// capacity allows, with no allocation; else splice.
+			for _, slack := range []int{0, 4, 32} {
+				for _, owned := range []bool{false, true} {
+					buf := append(make([]byte, 0, len(tt.in)+slack), tt.in...)
+					var got []byte
+					allocs := testing.AllocsPerRun(1, func() {
+						buf = append(buf[:0], tt.in...)
+						got = replace(buf, f.id, []byte(tt.repl), owned)
+					})
+					if string(got) != tt.want {
+						t.Errorf("replace(slack %d, owned %t) = %s, want %s", slack, owned, got, tt.want)
+					}
+					inPlace := &got[0] == &buf[0]
+					if fits := len(tt.want) <= len(tt.in)+slack; owned && fits {
+						if !inPlace || allocs != 0 {
+							t.Errorf("replace(slack %d, owned) of a message with room for the id: in place %t, %v allocations; want in place and none", slack, inPlace, allocs)
+						}
+					} else if inPlace || string(buf) != tt.in {
+						t.Errorf("replace(slack %d, owned %t) changed its input to %s (in place %t); it has no room or is not the caller's", slack, owned, buf, inPlace)
+					}
+				}
+			}
 		})
 	}
 }
