@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -432,6 +433,9 @@ func TestParseBody(t *testing.T) {
 		{name: "two values", body: `{"jsonrpc":"2.0","method":"n"}{}`, wantCode: CodeParseError},
 		{name: "empty body", body: ``, wantCode: CodeParseError},
 		{name: "only space", body: " \n", wantCode: CodeParseError},
+		{name: "compact with spaces and escapes in strings", body: `{"jsonrpc":"2.0","id":1,"method":"m","params":{"s":"a \" b\\","t":" "}}`,
+			want: []want{{kind: Request, method: "m", id: `1`}}},
+		{name: "a raw newline in a string", body: "{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":{\"s\":\"a\nb\"}}", wantCode: CodeParseError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -467,6 +471,36 @@ func TestParseBody(t *testing.T) {
 					t.Errorf("message %d = {kind %d method %q id %s raw %s}\nwant {kind %d method %q id %s raw %s}",
 						i, m.Kind, m.Method, m.ID(), m.Raw, w.kind, w.method, w.id, w.raw)
 				}
+			}
+		})
+	}
+}
+
+// TestParseBodyAllocation: a big body that is compact already, as
+// clients send them, is validated and sliced without a copy; one that is
+// not is compacted into a buffer of its size (two, under the race
+// detector, where bytes.Buffer's growth allocates a temporary as well).
+func TestParseBodyAllocation(t *testing.T) {
+	text := strings.Repeat("x", 4<<20)
+	for _, tt := range []struct {
+		name     string
+		body     string
+		maxAlloc uint64
+	}{
+		{"compact", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"` + text + `"}}}`, 4 << 10},
+		{"pretty-printed", "{\n \"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/call\",\n \"params\": {\"name\": \"echo\", \"arguments\": {\"message\": \"" + text + "\"}}}", 2 * (4<<20 + 64<<10)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			body := []byte(tt.body)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			msgs, _, err := ParseBody(body)
+			runtime.ReadMemStats(&after)
+			if err != nil || len(msgs) != 1 || msgs[0].Method != "tools/call" || !bytes.Contains(msgs[0].Raw, []byte(`"message":"`+text+`"`)) || bytes.ContainsAny(msgs[0].Raw, " \n") {
+				t.Fatalf("ParseBody: %d messages, %v; want the compact request", len(msgs), err)
+			}
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > tt.maxAlloc {
+				t.Errorf("ParseBody of a %d-byte body allocated %d bytes, want at most %d", len(body), alloc, tt.maxAlloc)
 			}
 		})
 	}
