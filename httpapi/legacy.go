@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -501,7 +500,7 @@ func (l *legacy) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		return nil, &httpError{status: http.StatusUnsupportedMediaType, code: bridge.CodeInvalidRequest,
 			msg: "Unsupported Media Type: Content-Type must be application/json"}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, l.h.opts.MaxBodyBytes))
+	body, err := readLimited(w, r, l.h.opts.MaxBodyBytes)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -60,7 +59,7 @@ func (h *mcpHandler) readPost(w http.ResponseWriter, r *http.Request) (wantJSON,
 		return false, false, nil, false, &httpError{status: http.StatusUnsupportedMediaType, code: bridge.CodeInvalidRequest,
 			msg: "Unsupported Media Type: Content-Type must be application/json"}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	body, err := readLimited(w, r, h.opts.MaxBodyBytes)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
