@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -539,6 +540,54 @@ func TestToolPolicy(t *testing.T) {
 	for _, bad := range []string{"noequals", "=glob", "subject=", "scope:=x"} {
 		if _, err := auth.ParseToolRule(bad, false); err == nil {
 			t.Errorf("%q: accepted", bad)
+		}
+	}
+}
+
+// TestSubjects: --admin's subjects have the tool policy's syntax and
+// meaning, and a prefix with nothing after it is refused.
+func TestSubjects(t *testing.T) {
+	alice := auth.Principal{Method: auth.MethodToken, Name: "ALICE"}
+	jwtAlice := auth.Principal{Method: auth.MethodJWT, Name: "ALICE", Issuer: "i"}
+	root := auth.Principal{Method: auth.MethodJWT, Name: "root", Issuer: "i", Scopes: []string{"mcp:admin"}}
+	anonymous := auth.Principal{}
+	for _, tt := range []struct {
+		subject string
+		matches []auth.Principal
+	}{
+		{"*", []auth.Principal{alice, jwtAlice, root, anonymous}},
+		{"ALICE", []auth.Principal{alice, jwtAlice}},
+		{"token:ALICE", []auth.Principal{alice}},
+		{"jwt:ALICE", []auth.Principal{jwtAlice}},
+		{"scope:mcp:admin", []auth.Principal{root}},
+		{"", nil},
+	} {
+		ss, err := auth.ParseSubjects([]string{tt.subject})
+		if tt.subject == "" {
+			if err == nil {
+				t.Error("an empty subject: accepted")
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tt.subject, err)
+		}
+		for _, p := range []auth.Principal{alice, jwtAlice, root, anonymous} {
+			want := slices.ContainsFunc(tt.matches, func(m auth.Principal) bool { return m.Key() == p.Key() })
+			if got := ss.Match(p); got != want {
+				t.Errorf("%q matches %s (%s): %v, want %v", tt.subject, p, p.Method, got, want)
+			}
+		}
+	}
+	if (auth.Subjects(nil)).Match(alice) {
+		t.Error("no subjects match a principal")
+	}
+	for _, bad := range []string{"scope:", "token:", "jwt:"} {
+		if _, err := auth.ParseSubjects([]string{"ALICE", bad}); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("%q: err %v, want it refused and named", bad, err)
+		}
+		if _, err := auth.ParseToolRule(bad+"=*", false); err == nil {
+			t.Errorf("tool rule %q: accepted", bad+"=*")
 		}
 	}
 }

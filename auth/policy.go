@@ -2,16 +2,15 @@ package auth
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 )
 
 // ToolRule allows or denies the tools whose names match Glob to the
 // principals Subject names.
 type ToolRule struct {
-	// Subject is "*" (every principal, the anonymous one included),
-	// "scope:NAME" (principals granted that scope), "token:NAME" (the
-	// token of variable NAME), "jwt:SUB" (JWTs with that sub), or a bare
-	// name, which means either of the last two.
+	// Subject names the principals the rule applies to: see Subject
+	// for the syntax.
 	Subject string
 	// Glob matches tool names: * is any run of characters, ? one.
 	Glob string
@@ -27,8 +26,8 @@ func ParseToolRule(s string, deny bool) (ToolRule, error) {
 	if !ok || subject == "" || glob == "" {
 		return ToolRule{}, errors.New("tool rule: want SUBJECT=GLOB (SUBJECT: *, scope:NAME or a principal)")
 	}
-	if rest, isScope := strings.CutPrefix(subject, "scope:"); isScope && rest == "" {
-		return ToolRule{}, errors.New("tool rule: the scope is empty")
+	if _, err := ParseSubject(subject); err != nil {
+		return ToolRule{}, fmt.Errorf("tool rule: %w", err)
 	}
 	return ToolRule{Subject: subject, Glob: glob, Deny: deny}, nil
 }
@@ -78,21 +77,7 @@ func (tp *ToolPolicy) For(p Principal) *ToolFilter {
 	return &f
 }
 
-func (r ToolRule) appliesTo(p Principal) bool {
-	if r.Subject == "*" {
-		return true
-	}
-	if scope, ok := strings.CutPrefix(r.Subject, "scope:"); ok {
-		return p.HasScope(scope)
-	}
-	if name, ok := strings.CutPrefix(r.Subject, MethodToken+":"); ok {
-		return p.Method == MethodToken && p.Name == name
-	}
-	if name, ok := strings.CutPrefix(r.Subject, MethodJWT+":"); ok {
-		return p.Method == MethodJWT && p.Name == name
-	}
-	return p.Method != "" && r.Subject == p.Name
-}
+func (r ToolRule) appliesTo(p Principal) bool { return Subject(r.Subject).Matches(p) }
 
 // Allowed reports whether the filter lets tool through. A nil filter
 // allows everything.

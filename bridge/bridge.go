@@ -215,20 +215,32 @@ func New(cfg Config) (*Bridge, error) {
 // Stats returns the bridge's counters.
 func (b *Bridge) Stats() *Stats { return &b.stats }
 
-// Initialize creates a session and its child, and sends the client's
-// initialize request to it. The session belongs to owner (the
-// authenticated principal; "" without authentication): only Session with
-// the same owner finds it. The returned Stream carries the
-// InitializeResult; jsonOnly as in Session.Send.
-func (b *Bridge) Initialize(owner string, msg Message, jsonOnly bool) (*Session, *Stream, error) {
-	return b.InitializeAs(owner, nil, msg, jsonOnly)
+// Owner is the principal a session belongs to, as the bridge needs it.
+type Owner struct {
+	// Key binds the session: only Session with the same key finds it,
+	// and per-identity mode gives each key a child of its own. "" is the
+	// anonymous principal of a bridge without authentication.
+	Key string
+	// Name shows the principal in Snapshot, as the logs do; it is never
+	// compared.
+	Name string
 }
 
-// InitializeAs is Initialize for an owner whose child gets env added to
-// its environment ("K=V"; from the owner's allow-listed claims). In
-// per-identity mode the owner's child is started with it; in per-session
-// mode each of the owner's children is.
-func (b *Bridge) InitializeAs(owner string, env []string, msg Message, jsonOnly bool) (*Session, *Stream, error) {
+// Initialize creates a session and its child, and sends the client's
+// initialize request to it. The session belongs to owner (the
+// authenticated principal's key; "" without authentication), which is
+// also the name Snapshot shows: only Session with the same owner finds
+// it. The returned Stream carries the InitializeResult; jsonOnly as in
+// Session.Send.
+func (b *Bridge) Initialize(owner string, msg Message, jsonOnly bool) (*Session, *Stream, error) {
+	return b.InitializeAs(Owner{Key: owner, Name: owner}, nil, msg, jsonOnly)
+}
+
+// InitializeAs is Initialize for an owner with a name of its own, whose
+// child gets env added to its environment ("K=V"; from the owner's
+// allow-listed claims). In per-identity mode the owner's child is started
+// with it; in per-session mode each of the owner's children is.
+func (b *Bridge) InitializeAs(owner Owner, env []string, msg Message, jsonOnly bool) (*Session, *Stream, error) {
 	if msg.Kind != Request || msg.Method != MethodInitialize {
 		return nil, nil, invalid(CodeInvalidRequest, "Invalid Request: a session starts with an initialize request", msg.ID())
 	}
@@ -246,7 +258,7 @@ func (b *Bridge) InitializeAs(owner string, env []string, msg Message, jsonOnly 
 		return nil, nil, ErrTooManySessions
 	}
 	s := newSession(b, id)
-	s.owner = owner
+	s.owner, s.ownerName = owner.Key, owner.Name
 	b.sessions[id] = s // reserve the slot while the child starts
 	b.mu.Unlock()
 	release := func() {
@@ -436,10 +448,10 @@ func (b *Bridge) sharedUpstream() (*upstream, *Error) {
 
 // identityUpstream returns owner's child, starting it (with env) when
 // the owner has none or its last one is stopping.
-func (b *Bridge) identityUpstream(owner string, env []string) (*upstream, *Error) {
+func (b *Bridge) identityUpstream(owner Owner, env []string) (*upstream, *Error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if u := b.identities[owner]; u != nil {
+	if u := b.identities[owner.Key]; u != nil {
 		u.mu.Lock()
 		ok := !u.stopping && !u.dead
 		u.mu.Unlock()
@@ -448,13 +460,13 @@ func (b *Bridge) identityUpstream(owner string, env []string) (*upstream, *Error
 		}
 	}
 	u := newUpstream(b, true)
-	u.identity, u.env = owner, env
-	log := b.log.With("principal", owner)
+	u.identity, u.identityName, u.env = owner.Key, owner.Name, env
+	log := b.log.With("principal", owner.Name)
 	u.logp.Store(log)
 	if err := u.start(log); err != nil {
 		return nil, &Error{Kind: KindInternal, Code: CodeInternalError, Message: "could not start the MCP server process", Err: err}
 	}
-	b.identities[owner] = u
+	b.identities[owner.Key] = u
 	return u, nil
 }
 

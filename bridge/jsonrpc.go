@@ -175,6 +175,22 @@ func splice(b []byte, s span, repl []byte) []byte {
 	return append(out, b[s.end:]...)
 }
 
+// replace returns b with the bytes of s replaced by repl. If the caller
+// owns b (it may change it, and nobody else reads it) and its capacity
+// allows, that happens in place: only the bytes after s move, and a
+// message of tens of MiB is not copied whole to change its id. Else it is
+// splice. Spans into b are stale afterwards.
+func replace(b []byte, s span, repl []byte, owned bool) []byte {
+	n := len(b) - (s.end - s.start) + len(repl)
+	if !owned || n > cap(b) {
+		return splice(b, s, repl)
+	}
+	out := b[:n]
+	copy(out[s.start+len(repl):], b[s.end:]) // copy moves overlapping bytes correctly
+	copy(out[s.start:], repl)
+	return out
+}
+
 // idFromOversize finds the id of a message of which only the first and the
 // last few KiB are known (a line over the size cap). Encoders put the id
 // either before a big result (Go, Python) or after it (the TypeScript SDK

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -148,6 +149,29 @@ func TestSplice(t *testing.T) {
 			}
 			if len(got) > 0 && len(in) > 0 && &got[0] == &in[0] {
 				t.Error("splice returned its input's array")
+			}
+			// replace: in place when the caller owns the message and its
+			// capacity allows, with no allocation; else splice.
+			for _, slack := range []int{0, 4, 32} {
+				for _, owned := range []bool{false, true} {
+					buf := append(make([]byte, 0, len(tt.in)+slack), tt.in...)
+					var got []byte
+					allocs := testing.AllocsPerRun(1, func() {
+						buf = append(buf[:0], tt.in...)
+						got = replace(buf, f.id, []byte(tt.repl), owned)
+					})
+					if string(got) != tt.want {
+						t.Errorf("replace(slack %d, owned %t) = %s, want %s", slack, owned, got, tt.want)
+					}
+					inPlace := &got[0] == &buf[0]
+					if fits := len(tt.want) <= len(tt.in)+slack; owned && fits {
+						if !inPlace || allocs != 0 {
+							t.Errorf("replace(slack %d, owned) of a message with room for the id: in place %t, %v allocations; want in place and none", slack, inPlace, allocs)
+						}
+					} else if inPlace || string(buf) != tt.in {
+						t.Errorf("replace(slack %d, owned %t) changed its input to %s (in place %t); it has no room or is not the caller's", slack, owned, buf, inPlace)
+					}
+				}
 			}
 		})
 	}
@@ -409,6 +433,9 @@ func TestParseBody(t *testing.T) {
 		{name: "two values", body: `{"jsonrpc":"2.0","method":"n"}{}`, wantCode: CodeParseError},
 		{name: "empty body", body: ``, wantCode: CodeParseError},
 		{name: "only space", body: " \n", wantCode: CodeParseError},
+		{name: "compact with spaces and escapes in strings", body: `{"jsonrpc":"2.0","id":1,"method":"m","params":{"s":"a \" b\\","t":" "}}`,
+			want: []want{{kind: Request, method: "m", id: `1`}}},
+		{name: "a raw newline in a string", body: "{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":{\"s\":\"a\nb\"}}", wantCode: CodeParseError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -444,6 +471,36 @@ func TestParseBody(t *testing.T) {
 					t.Errorf("message %d = {kind %d method %q id %s raw %s}\nwant {kind %d method %q id %s raw %s}",
 						i, m.Kind, m.Method, m.ID(), m.Raw, w.kind, w.method, w.id, w.raw)
 				}
+			}
+		})
+	}
+}
+
+// TestParseBodyAllocation: a big body that is compact already, as
+// clients send them, is validated and sliced without a copy; one that is
+// not is compacted into a buffer of its size (two, under the race
+// detector, where bytes.Buffer's growth allocates a temporary as well).
+func TestParseBodyAllocation(t *testing.T) {
+	text := strings.Repeat("x", 4<<20)
+	for _, tt := range []struct {
+		name     string
+		body     string
+		maxAlloc uint64
+	}{
+		{"compact", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"` + text + `"}}}`, 4 << 10},
+		{"pretty-printed", "{\n \"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/call\",\n \"params\": {\"name\": \"echo\", \"arguments\": {\"message\": \"" + text + "\"}}}", 2 * (4<<20 + 64<<10)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			body := []byte(tt.body)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			msgs, _, err := ParseBody(body)
+			runtime.ReadMemStats(&after)
+			if err != nil || len(msgs) != 1 || msgs[0].Method != "tools/call" || !bytes.Contains(msgs[0].Raw, []byte(`"message":"`+text+`"`)) || bytes.ContainsAny(msgs[0].Raw, " \n") {
+				t.Fatalf("ParseBody: %d messages, %v; want the compact request", len(msgs), err)
+			}
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > tt.maxAlloc {
+				t.Errorf("ParseBody of a %d-byte body allocated %d bytes, want at most %d", len(body), alloc, tt.maxAlloc)
 			}
 		})
 	}

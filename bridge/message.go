@@ -41,14 +41,20 @@ const (
 //
 // HTTP bodies may be pretty-printed, but stdio framing forbids newlines
 // inside a message, so every message is compacted here (which also
-// validates it) before it can reach a child.
+// validates it) before it can reach a child. A body that is compact
+// already, as clients' bodies mostly are, is only validated, and the
+// messages are slices of it rather than of a copy: the caller must not
+// change body afterwards.
 func ParseBody(body []byte) (msgs []Message, batch bool, err error) {
-	var buf bytes.Buffer
-	buf.Grow(len(body))
-	if err := json.Compact(&buf, body); err != nil {
-		return nil, false, &Error{Kind: KindInvalid, Code: CodeParseError, Message: "Parse error: the body is not valid JSON", Err: err}
+	raw := body
+	if !isCompact(body) || !json.Valid(body) {
+		var buf bytes.Buffer
+		buf.Grow(len(body))
+		if err := json.Compact(&buf, body); err != nil {
+			return nil, false, &Error{Kind: KindInvalid, Code: CodeParseError, Message: "Parse error: the body is not valid JSON", Err: err}
+		}
+		raw = buf.Bytes()
 	}
-	raw := buf.Bytes()
 	if raw[0] != '[' {
 		m, err := parseMessage(raw)
 		if err != nil {
@@ -72,6 +78,23 @@ func ParseBody(body []byte) (msgs []Message, batch bool, err error) {
 		return nil, true, invalid(CodeInvalidRequest, "Invalid Request: empty batch", nil)
 	}
 	return msgs, true, nil
+}
+
+// isCompact reports whether b has no white space outside its strings:
+// all that json.Compact would remove from valid JSON.
+func isCompact(b []byte) bool {
+	in := false // inside a string
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case in && c == '\\':
+			i++ // the escaped byte
+		case c == '"':
+			in = !in
+		case !in && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	return true
 }
 
 func parseMessage(raw []byte) (Message, error) {

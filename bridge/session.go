@@ -20,11 +20,12 @@ import (
 // mutex: in per-session mode the upstream is its own child, in shared mode
 // the child every session shares.
 type Session struct {
-	id    string
-	owner string // the principal it belongs to (Bridge.Initialize)
-	b     *Bridge
-	up    *upstream
-	log   *slog.Logger
+	id        string
+	owner     string // the principal it belongs to: Owner.Key (Bridge.Initialize)
+	ownerName string // Owner.Name, for Snapshot
+	b         *Bridge
+	up        *upstream
+	log       *slog.Logger
 
 	version     string           // negotiated protocol version
 	byClient    map[string]int64 // client id (raw bytes) -> child-side id, in flight

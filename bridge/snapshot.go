@@ -7,7 +7,9 @@ import (
 
 // Snapshot is what an operator sees of a bridge at one moment: its
 // sessions and its children. It holds no secrets (no tokens, no
-// environment), only ids, principals' names and timings.
+// environment), only ids, principals' names and timings, and each child's
+// last stderr lines, which may hold anything the child wrote: For is what
+// one principal may see of it.
 type Snapshot struct {
 	Mode     string            `json:"mode"`
 	Command  string            `json:"command"`
@@ -20,13 +22,15 @@ type Snapshot struct {
 type SessionSnapshot struct {
 	Server       string    `json:"server,omitempty"` // with several servers: its name
 	ID           string    `json:"id"`
-	Principal    string    `json:"principal,omitempty"`
+	Principal    string    `json:"principal,omitempty"` // the owner's name (Owner.Name)
 	Version      string    `json:"protocolVersion,omitempty"`
 	Created      time.Time `json:"created"`
 	LastActivity time.Time `json:"lastActivity"`
 	InFlight     int       `json:"inFlight"`
 	ChildPid     int       `json:"childPid,omitempty"`
 	StreamOpen   bool      `json:"streamOpen"`
+
+	owner string // Owner.Key, which For filters by; never shown
 }
 
 // ChildSnapshot describes one child process.
@@ -36,8 +40,19 @@ type ChildSnapshot struct {
 	Started    time.Time `json:"started"`
 	Restarts   int       `json:"restarts"`
 	Sessions   int       `json:"sessions"`
-	Identity   string    `json:"identity,omitempty"`
+	Identity   string    `json:"identity,omitempty"` // per-identity: its owner's name
 	StderrTail []string  `json:"stderrTail,omitempty"`
+	// StderrHidden says the viewer may not see this child's stderr
+	// (For): it serves every principal.
+	StderrHidden bool `json:"stderrHidden,omitempty"`
+
+	// owners are the keys of the principals the child serves: its
+	// session's owner (per-session), its identity (per-identity). Never
+	// shown.
+	owners []string
+	// everyone marks the child every principal's sessions share (shared
+	// and stateless mode).
+	everyone bool
 }
 
 // Snapshot returns the bridge's sessions (oldest first) and children.
@@ -51,6 +66,7 @@ func (b *Bridge) Snapshot() Snapshot {
 		}
 	}
 	ups := b.multiplexedLocked()
+	shared := b.shared
 	b.mu.Unlock()
 	seen := map[*upstream]bool{}
 	for _, u := range ups {
@@ -59,8 +75,8 @@ func (b *Bridge) Snapshot() Snapshot {
 	for _, s := range sessions {
 		u := s.up
 		u.mu.Lock()
-		ss := SessionSnapshot{ID: s.id, Principal: s.owner, Version: s.version, Created: s.created,
-			LastActivity: s.lastSeen, InFlight: len(s.byClient), StreamOpen: s.get != nil}
+		ss := SessionSnapshot{ID: s.id, Principal: s.ownerName, Version: s.version, Created: s.created,
+			LastActivity: s.lastSeen, InFlight: len(s.byClient), StreamOpen: s.get != nil, owner: s.owner}
 		if u.child != nil {
 			ss.ChildPid = u.child.Pid()
 		}
@@ -72,7 +88,7 @@ func (b *Bridge) Snapshot() Snapshot {
 		}
 	}
 	for _, u := range ups {
-		if c, ok := u.snapshot(); ok {
+		if c, ok := u.snapshot(u == shared); ok {
 			snap.Children = append(snap.Children, c)
 		}
 	}
@@ -82,12 +98,58 @@ func (b *Bridge) Snapshot() Snapshot {
 	return snap
 }
 
-func (u *upstream) snapshot() (ChildSnapshot, bool) {
+func (u *upstream) snapshot(everyone bool) (ChildSnapshot, bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.child == nil {
 		return ChildSnapshot{}, false
 	}
-	return ChildSnapshot{Pid: u.child.Pid(), Started: u.started, Restarts: u.restarts,
-		Sessions: len(u.sessions), Identity: u.identity, StderrTail: u.child.StderrTail()}, true
+	c := ChildSnapshot{Pid: u.child.Pid(), Started: u.started, Restarts: u.restarts,
+		Sessions: len(u.sessions), Identity: u.identityName, StderrTail: u.child.StderrTail(), everyone: everyone}
+	switch {
+	case everyone:
+	case u.identity != "":
+		c.owners = []string{u.identity}
+	default:
+		for s := range u.sessions {
+			if !slices.Contains(c.owners, s.owner) {
+				c.owners = append(c.owners, s.owner)
+			}
+		}
+	}
+	return c, true
+}
+
+// For is what the principal whose key is owner may see of s: its own
+// sessions; the children that serve only it (its sessions' own in
+// per-session mode, its own in per-identity mode), whole; and of the
+// child that serves every principal (shared and stateless mode) that it
+// runs (pid, uptime, restarts, and the count of owner's own sessions on
+// it) but not its stderr, which carries every principal's traffic. Other
+// principals' sessions and children are left out.
+func (s Snapshot) For(owner string) Snapshot {
+	out := s
+	out.Sessions = []SessionSnapshot{}
+	out.Children = []ChildSnapshot{}
+	for _, x := range s.Sessions {
+		if x.owner == owner {
+			out.Sessions = append(out.Sessions, x)
+		}
+	}
+	for _, c := range s.Children {
+		switch {
+		case c.everyone:
+			c.StderrTail, c.StderrHidden = nil, true
+			c.Sessions = 0
+			for _, x := range out.Sessions {
+				if x.ChildPid == c.Pid && x.Server == c.Server {
+					c.Sessions++
+				}
+			}
+		case !slices.Contains(c.owners, owner):
+			continue
+		}
+		out.Children = append(out.Children, c)
+	}
+	return out
 }

@@ -24,10 +24,12 @@ type upstream struct {
 	b      *Bridge
 	logp   atomic.Pointer[slog.Logger] // changes when a pooled child meets its session
 	shared bool
-	// identity is the owner of a per-identity child ("" otherwise), env
-	// what its owner's claims add to its environment.
-	identity string
-	env      []string
+	// identity is the owner's key of a per-identity child ("" otherwise),
+	// identityName its name (Owner), env what its owner's claims add to
+	// its environment.
+	identity     string
+	identityName string
+	env          []string
 
 	mu         sync.Mutex
 	child      *stdio.Child // nil while a shared child restarts
@@ -169,8 +171,12 @@ func (u *upstream) write(child *stdio.Child, lines [][]byte) {
 }
 
 // fromChild routes one message the child wrote. It runs on the child's
-// reader goroutine, so it never blocks on a client.
-func (u *upstream) fromChild(line []byte) {
+// reader goroutine, so it never blocks on a client. owned says whether
+// line is the bridge's to keep and change (stdio.Options.OnMessage): a
+// big message then goes to the session as it is, its id replaced in
+// place, and is never copied; a short one, which lives in the reader's
+// buffer, is copied once.
+func (u *upstream) fromChild(line []byte, owned bool) {
 	if !json.Valid(line) {
 		u.logger().Warn("child wrote invalid JSON; skipped it", "line", string(line[:min(len(line), 200)]))
 		return
@@ -178,7 +184,9 @@ func (u *upstream) fromChild(line []byte) {
 	if line[0] == '[' { // a 2025-03-26 child may batch
 		for i := 1; i < len(line) && line[i] != ']'; {
 			end := skipValue(line, i)
-			u.fromChild(line[i:end])
+			// Not owned: splicing one in place would move the bytes
+			// of the next, and keeping one would pin the whole batch.
+			u.fromChild(line[i:end], false)
 			i = skipSpace(line, end)
 			if i < len(line) && line[i] == ',' {
 				i = skipSpace(line, i+1)
@@ -194,7 +202,7 @@ func (u *upstream) fromChild(line []byte) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if !f.method.ok() {
-		u.responseLocked(line, f)
+		u.responseLocked(line, f, owned)
 		return
 	}
 	var method string
@@ -208,7 +216,8 @@ func (u *upstream) fromChild(line []byte) {
 		if err != nil || c == nil || c.sess == nil {
 			return // progress for a request that is over: "MUST stop"
 		}
-		msg := splice(line, f.params, splice(params, tok, c.token))
+		at := span{f.params.start + tok.start, f.params.start + tok.end} // the token, in line
+		msg := replace(line, at, c.token, owned)
 		c.sess.touchLocked()
 		if c.st.canKeep() {
 			c.st.push(msg, false)
@@ -217,7 +226,10 @@ func (u *upstream) fromChild(line []byte) {
 		}
 		return
 	}
-	msg := bytes.Clone(line)
+	msg := line
+	if !owned {
+		msg = bytes.Clone(line)
+	}
 	// A request of the child's (sampling, elicitation, roots, ping) or a
 	// log message, while exactly one request is in flight, relates to that
 	// request: stdio gives no other hint, and one in flight is unambiguous.
@@ -292,7 +304,7 @@ func (u *upstream) sharedNotificationLocked(method string, params []byte, f fiel
 	}
 }
 
-func (u *upstream) responseLocked(line []byte, f fields) {
+func (u *upstream) responseLocked(line []byte, f fields, owned bool) {
 	id, err := strconv.ParseInt(string(f.id.of(line)), 10, 64)
 	c := u.calls[id]
 	if err != nil || c == nil {
@@ -323,7 +335,8 @@ func (u *upstream) responseLocked(line []byte, f fields) {
 	if c.sess.closed {
 		return
 	}
-	c.sess.answerLocked(c, splice(line, f.id, c.clientID))
+	// Last use of line and f: an owned line is changed in place.
+	c.sess.answerLocked(c, replace(line, f.id, c.clientID, owned))
 }
 
 // initializedLocked records what the InitializeResult negotiated.

@@ -62,6 +62,13 @@ type authFixture struct {
 
 func newAuthFixture(t *testing.T, o httpapi.Options) *authFixture {
 	t.Helper()
+	return newAuthFixtureBridge(t, o, bridge.Config{})
+}
+
+// newAuthFixtureBridge is newAuthFixture with the bridge configured by bc
+// (its Logger is the fixture's).
+func newAuthFixtureBridge(t *testing.T, o httpapi.Options, bc bridge.Config) *authFixture {
+	t.Helper()
 	is := authtest.NewIssuer(t)
 	jwks := authtest.NewJWKSServer(t, authtest.JWK(t, "k1", &is.RSA.PublicKey))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -86,7 +93,8 @@ func newAuthFixture(t *testing.T, o httpapi.Options) *authFixture {
 	o.PublicURL = publicURL
 	o.AuthorizationServers = []string{jwtIssuer}
 	o.Scopes = []string{"mcp:tools"}
-	e := newEnv(t, envOpts{http: o, bridge: bridge.Config{Logger: log}})
+	bc.Logger = log
+	e := newEnv(t, envOpts{http: o, bridge: bc})
 	return &authFixture{env: e, is: is, jwks: jwks, log: logBuf}
 }
 

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -80,7 +79,7 @@ func (h *mcpHandler) readPost(w http.ResponseWriter, r *http.Request) (wantJSON,
 // (Server.ReadTimeout; the connection is closed, as the rest of the body
 // may still be on its way), 400 when reading fails otherwise.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := readLimited(w, r, limit)
 	if err == nil {
 		return body, nil
 	}
@@ -121,7 +120,7 @@ func (h *mcpHandler) post(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		sess, st, err := h.b.InitializeAs(p.Key(), claimEnv(h.opts.ClaimEnv, p), msgs[0], jsonOnly)
+		sess, st, err := h.b.InitializeAs(owner(p), claimEnv(h.opts.ClaimEnv, p), msgs[0], jsonOnly)
 		if err != nil {
 			release()
 			return err
@@ -343,6 +342,16 @@ func (h *mcpHandler) delete(w http.ResponseWriter, r *http.Request) error {
 func principal(r *http.Request) auth.Principal {
 	p, _ := auth.FromContext(r.Context())
 	return p
+}
+
+// owner is p as the bridge records a session's owner: the key sessions
+// are bound to, and the name the web page shows ("" for the anonymous
+// principal, which the page calls anonymous).
+func owner(p auth.Principal) bridge.Owner {
+	if p.Method == "" {
+		return bridge.Owner{}
+	}
+	return bridge.Owner{Key: p.Key(), Name: p.String()}
 }
 
 // session finds the request's session: 400 without an id, 404 for an

@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"bytes"
+	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 )
 
@@ -24,7 +27,9 @@ import (
 // never imports Prometheus.
 type metrics struct {
 	path    string
-	handler http.Handler // promhttp, for /metrics
+	handler http.Handler  // promhttp, for /metrics
+	scrape  auth.Verifier // Options.MetricsAuth; nil: /metrics is open
+	log     *slog.Logger
 	now     func() time.Time
 
 	byMethod map[string]*methodMetrics // known MCP methods, "response" and "other"
@@ -102,6 +107,8 @@ func newMetrics(opts Options) *metrics {
 	}, []string{"method"})
 	m := &metrics{
 		path:     opts.Path,
+		scrape:   opts.MetricsAuth,
+		log:      opts.Logger,
 		now:      time.Now,
 		byMethod: make(map[string]*methodMetrics, len(methodLabels)),
 		http: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -142,6 +149,12 @@ func (m *metrics) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+			if m.scrape != nil {
+				if _, err := m.scrape.Verify(r); err != nil {
+					m.refuseScrape(w, r, err)
+					return
+				}
+			}
 			m.handler.ServeHTTP(w, r)
 		case r.URL.Path == m.path:
 			ex := &exchange{ResponseWriter: w, m: m, start: m.now(), post: r.Method == http.MethodPost}
@@ -154,6 +167,33 @@ func (m *metrics) middleware(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		}
 	})
+}
+
+// refuseScrape answers a scrape without the metrics token: 401 (400 for
+// a malformed request, such as a token in the query string) with the
+// Bearer challenge of RFC 6750 section 3. A scraper is no MCP client: the
+// challenge names a realm, not the MCP endpoint's resource metadata, and
+// the body is plain text. Neither, nor the log, shows a token.
+func (m *metrics) refuseScrape(w http.ResponseWriter, r *http.Request, err error) {
+	var ae *auth.Error
+	if !errors.As(err, &ae) {
+		ae = &auth.Error{Code: auth.CodeInvalidToken, Reason: "verifier failed"}
+	}
+	challenge := `Bearer realm="mcp-bridge metrics"`
+	if ae.Code != auth.CodeNone {
+		challenge += `, error="` + ae.Code + `"`
+	}
+	status := authStatus(ae)
+	m.log.Debug("metrics scrape refused", "status", status, "reason", ae.Reason, "remote", r.RemoteAddr)
+	w.Header().Set("WWW-Authenticate", challenge)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	msg := "Unauthorized: /metrics needs the metrics bearer token in the Authorization header"
+	if status == http.StatusBadRequest {
+		msg = "Bad Request: " + ae.Description
+	}
+	_, _ = io.WriteString(w, msg+"\n")
 }
 
 func (m *metrics) forMethod(method string) *methodMetrics {

@@ -20,6 +20,11 @@ type MountsWeb struct {
 	// authentication, which is refused (403) as soon as any server has
 	// tokens of its own.
 	Auth auth.Verifier
+	// Admins see every server's sessions and children; every other
+	// principal sees its own (bridge.Snapshot.For). Without Auth (and
+	// so without a server that requires a token), the anonymous
+	// principal sees everything.
+	Admins auth.Subjects
 	// Context ends the feed (the process is shutting down).
 	Context      context.Context
 	KeepAlive    time.Duration
@@ -27,11 +32,13 @@ type MountsWeb struct {
 }
 
 // mountWeb serves the page at / with a console that offers every server,
-// and one live feed that shows them all, each session and child labelled
-// with its server. The page's server list follows reloads.
+// and one live feed over them all, each session and child labelled with
+// its server, each page seeing what its principal may (viewer). The
+// page's server list follows reloads.
 func (m *Mounts) mountWeb(r chi.Router, opts *MountsWeb) {
 	feed := web.NewFeed(web.FeedOptions{
 		Snapshot:     func() any { return m.webSnapshot() },
+		View:         viewer{auth: opts.Auth != nil, admins: opts.Admins}.view,
 		KeepAlive:    opts.KeepAlive,
 		WriteTimeout: opts.WriteTimeout,
 		Logger:       m.opts.Logger,

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,4 +99,85 @@ func staticTokens(t *testing.T, tokens map[string]string) auth.Verifier {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// TestMountsWebTenancy: with several servers, the one feed shows each
+// principal its own sessions on every server and the children that serve
+// them (the shared child of a shared server without its stderr), and an
+// admin (a bare principal name, ROOT_TOKEN) every server's everything.
+func TestMountsWebTenancy(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tokens := map[string]string{"ALICE_TOKEN": aliceToken, "BOB_TOKEN": bobToken, "ROOT_TOKEN": "root-0123456789abcdef-secret"}
+	v := staticTokens(t, tokens)
+	m := httpapi.NewMounts(httpapi.MountsOptions{Logger: testLogger(t),
+		Web: &httpapi.MountsWeb{Auth: v, Admins: auth.Subjects{"ROOT_TOKEN"}, Context: ctx}})
+	srv := httptest.NewServer(m)
+	t.Cleanup(func() {
+		cancel()
+		srv.CloseClientConnections()
+		srv.Close()
+		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer ccancel()
+		_ = m.Close(cctx)
+	})
+	alpha, beta := mountSpec(t, "alpha", "1"), mountSpec(t, "beta", "1")
+	alpha.HTTP.Auth, beta.HTTP.Auth = v, v
+	beta.Bridge.Mode = bridge.ModeShared
+	if _, err := m.Apply([]httpapi.MountSpec{alpha, beta}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Alice and Bob each have a session on both servers, and leave a
+	// secret on each child's stderr.
+	sids := map[string][]string{}
+	for _, u := range []struct{ name, token string }{{"ALICE_TOKEN", aliceToken}, {"BOB_TOKEN", bobToken}} {
+		for _, server := range []string{"alpha", "beta"} {
+			e := endpoint(t, srv, server)
+			h := bearer(u.token)
+			sid := e.initializeAs(h)
+			sids[u.name] = append(sids[u.name], sid[:8])
+			body := sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"stderr","arguments":{"stderr":"%s-secret-on-%s"}}}`, u.name, server)
+			resp := e.do(req{body: body, sid: sid, header: h})
+			if msgs := readMessages(t, resp); len(msgs) != 1 || text(msgs[0]) != "ok" {
+				t.Fatalf("%s on %s: stderr tool: %v", u.name, server, msgs)
+			}
+		}
+	}
+
+	feedURL := srv.URL + "/ui/events"
+	seen := watchFeed(t, srv.Client(), feedURL, bearer(tokens["ROOT_TOKEN"]), func(v feedView) bool {
+		return len(v.snap.Sessions) == 4 && len(v.snap.Children) == 3 &&
+			strings.Count(v.raw, "-secret-on-") == 4
+	})
+	var sharedPid int
+	for _, c := range seen[len(seen)-1].snap.Children {
+		if c.Server == "beta" {
+			sharedPid = c.Pid
+		}
+	}
+
+	for _, u := range []struct{ name, other, token string }{{"ALICE_TOKEN", "BOB_TOKEN", aliceToken}, {"BOB_TOKEN", "ALICE_TOKEN", bobToken}} {
+		seen := watchFeed(t, srv.Client(), feedURL, bearer(u.token), func(v feedView) bool {
+			return strings.Contains(v.raw, sids[u.name][0]) && strings.Contains(v.raw, sids[u.name][1]) &&
+				strings.Contains(v.raw, u.name+"-secret-on-alpha") &&
+				slices.ContainsFunc(v.snap.Children, func(c bridge.ChildSnapshot) bool { return c.Pid == sharedPid })
+		})
+		for _, v := range seen {
+			for _, leak := range append([]string{u.other, "-secret-on-beta"}, sids[u.other]...) {
+				if strings.Contains(v.raw, leak) {
+					t.Fatalf("%s's feed shows %q: %s", u.name, leak, v.raw)
+				}
+			}
+		}
+		mine := seen[len(seen)-1].snap
+		if len(mine.Sessions) != 2 || len(mine.Children) != 2 {
+			t.Fatalf("%s: sessions %+v, children %+v: want their two, their alpha child and beta's shared one", u.name, mine.Sessions, mine.Children)
+		}
+		for _, c := range mine.Children {
+			if c.Server == "beta" && (!c.StderrHidden || c.Sessions != 1) {
+				t.Errorf("%s: beta's shared child %+v: want its stderr hidden and their one session counted", u.name, c)
+			}
+		}
+	}
 }

@@ -136,6 +136,11 @@ type Options struct {
 	// nil allows every tool. A denied tools/call never reaches the child,
 	// and tools/list results lose the tools the principal may not call.
 	ToolPolicy *auth.ToolPolicy
+	// MetricsAuth, if set, authenticates every scrape of /metrics
+	// (auth.TokensFromEnv of one variable: a token of its own, for the
+	// scraper); a scrape it refuses gets 401 with a Bearer challenge.
+	// Nil: /metrics is open, as Prometheus expects by default.
+	MetricsAuth auth.Verifier
 	// Audit, if set, gets one JSON line per request once its response is
 	// written: time, principal, session, method, tool, outcome, duration.
 	Audit io.Writer
@@ -152,9 +157,15 @@ type Options struct {
 	// the sessions and children, and a console that is an MCP client of
 	// this endpoint. The page itself holds no data and is public; its
 	// live feed (/ui/events) is authenticated by Auth like the MCP
-	// endpoint, and shows every session and child to every principal
-	// Auth accepts. Off by default.
+	// endpoint, and shows each principal its own sessions and the
+	// children that serve them (bridge.Snapshot.For); Admins see
+	// everything. Without Auth, the one anonymous principal sees
+	// everything. Off by default.
 	Web bool
+	// Admins are the principals who see every session and child on the
+	// web page, every child's stderr included. Nil: nobody does (with
+	// Auth).
+	Admins auth.Subjects
 	// Context is the lifetime of the web page's live feed: when it ends,
 	// every page's feed is closed and the goroutine that feeds them
 	// stops. Pass the context whose end starts the bridge's shutdown.
@@ -228,7 +239,8 @@ func Handler(opts Options) (http.Handler, error) {
 	r.Use(guard{origins: origins, loopbackOnly: opts.LoopbackOnly, refused: newOriginLog(opts.Logger, opts.Now)}.middleware)
 	r.Use(newCORS(origins))
 	// Operations (metrics.go, ready.go): /metrics, /readyz, and metrics of
-	// the MCP endpoint. Unauthenticated, like /healthz.
+	// the MCP endpoint. Unauthenticated, like /healthz, but for /metrics
+	// with MetricsAuth.
 	r.Use(newMetrics(opts).middleware, readyz(opts.Bridge))
 	// Health and the protected-resource metadata are unauthenticated:
 	// probes, and clients that have no token yet, must reach them.

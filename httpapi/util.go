@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"strconv"
 )
 
@@ -22,4 +24,22 @@ func byteSize(n int64) string {
 		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// readLimited reads r's body, of at most limit bytes (else an error that
+// is an *http.MaxBytesError). With a Content-Length within the limit, it
+// reads into a buffer of exactly that size: io.ReadAll grows its buffer by
+// a quarter at a time and allocates some four times a body of a few MiB.
+func readLimited(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, limit)
+	if n := r.ContentLength; n > 0 && n <= limit {
+		// net/http ends the body at its Content-Length, and a shorter
+		// one is io.ErrUnexpectedEOF.
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(body, buf); err != nil {
+			return nil, err
+		}
+		return buf, nil
+	}
+	return io.ReadAll(body)
 }

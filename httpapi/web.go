@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 	"github.com/mcp-bridge/mcp-bridge/web"
 )
@@ -15,7 +16,8 @@ import (
 // mountWeb serves the web page (package web) on r: the page and its
 // assets without authentication, since they hold no data, and its live
 // feed behind the same authentication and per-principal rate as the MCP
-// endpoint. The feed is closed when opts.Context ends.
+// endpoint, each page seeing what its principal may (viewer). The feed is
+// closed when opts.Context ends.
 func (h *mcpHandler) mountWeb(r chi.Router, resource resourceURL) error {
 	opts := h.opts
 	endpoints := []string{opts.Path}
@@ -33,6 +35,7 @@ func (h *mcpHandler) mountWeb(r chi.Router, resource resourceURL) error {
 	}
 	feed := web.NewFeed(web.FeedOptions{
 		Snapshot:     func() any { return webSnapshot(opts.Bridge.Snapshot()) },
+		View:         viewer{auth: opts.Auth != nil, admins: opts.Admins}.view,
 		KeepAlive:    opts.KeepAlive,
 		WriteTimeout: opts.WriteTimeout,
 		Logger:       opts.Logger,
@@ -59,19 +62,34 @@ func (h *mcpHandler) mountWeb(r chi.Router, resource resourceURL) error {
 	return nil
 }
 
-// webSnapshot is what every page that watches the feed may see, whoever
-// it was opened by: a session's id is cut to a prefix (enough to tell
-// sessions apart, useless to anyone trying to use one), and principals
-// are shown by name, as in the logs.
+// webSnapshot is the snapshot as the feed shows it, to admins too: a
+// session's id is cut to a prefix (enough to tell sessions apart, useless
+// to anyone trying to use one). Principals are shown by the name the
+// bridge recorded at initialize, as in the logs.
 func webSnapshot(s bridge.Snapshot) bridge.Snapshot {
 	for i := range s.Sessions {
 		s.Sessions[i].ID = idPrefix(s.Sessions[i].ID)
-		s.Sessions[i].Principal = principalName(s.Sessions[i].Principal)
-	}
-	for i := range s.Children {
-		s.Children[i].Identity = principalName(s.Children[i].Identity)
 	}
 	return s
+}
+
+// viewer decides what each page of the feed sees.
+type viewer struct {
+	auth   bool          // the feed is authenticated
+	admins auth.Subjects // principals who see everything
+}
+
+// view is what the page that sent r may see of snap (a bridge.Snapshot):
+// everything for an admin, and for everyone on a bridge without
+// authentication (one anonymous principal owns every session); else
+// what bridge.Snapshot.For lets its principal see.
+func (v viewer) view(r *http.Request, snap any) any {
+	s := snap.(bridge.Snapshot)
+	p := principal(r)
+	if !v.auth || v.admins.Match(p) {
+		return s
+	}
+	return s.For(p.Key())
 }
 
 // idPrefix is the first 8 characters of a session id: 48 of its 128 bits.
@@ -80,21 +98,4 @@ func idPrefix(id string) string {
 		return id[:8]
 	}
 	return id
-}
-
-// principalName turns an auth.Principal's Key (method, quoted issuer,
-// quoted name) back into what Principal.String shows: the name, and the
-// issuer if there is one. "" (anonymous) stays "".
-func principalName(key string) string {
-	if key == "" {
-		return ""
-	}
-	var method, issuer, name string
-	if n, err := fmt.Sscanf(key, "%s %q %q", &method, &issuer, &name); err != nil || n != 3 {
-		return key
-	}
-	if issuer != "" {
-		return name + " (" + issuer + ")"
-	}
-	return name
 }

@@ -14,7 +14,7 @@ import (
 func BenchmarkChildRoundTrip(b *testing.B) {
 	bin := testpeers.BuildGo(b, "./cmd/mcp-bridge-load")
 	got := make(chan struct{}, 1)
-	c, err := stdio.Start(stdio.Options{Argv: []string{bin, "echo-child"}, OnMessage: func([]byte) { got <- struct{}{} }})
+	c, err := stdio.Start(stdio.Options{Argv: []string{bin, "echo-child"}, OnMessage: func([]byte, bool) { got <- struct{}{} }})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -31,6 +31,13 @@ const (
 	// oversizeKeep is how much of the start and the end of an oversize line
 	// is kept, so the caller can still find the id of the response it was.
 	oversizeKeep = 4 << 10
+	// SpliceSlack is the spare capacity, at least, of a message handed to
+	// OnMessage as owned (see Options.OnMessage): room for a longer id.
+	SpliceSlack = 512
+	// readBuf is the size of the stdout reader's buffer: a line that fits
+	// it is delivered from it without a copy. It is also the size of the
+	// blocks a longer line is gathered in (see longLine).
+	readBuf = 64 << 10
 )
 
 // ErrClosed is returned by Write once the child's stdin is closed.
@@ -62,8 +69,18 @@ type Options struct {
 	Logger *slog.Logger
 	// OnMessage is called on the child's reader goroutine, in order, for
 	// every stdout line that looks like JSON, with surrounding white space
-	// removed. msg is valid only during the call: the reader reuses it.
-	OnMessage func(msg []byte)
+	// removed. Who owns msg depends on owned:
+	//   - owned false (a line that fit the reader's 64 KiB buffer): msg is
+	//     a slice of that buffer, valid only during the call, because the
+	//     next read overwrites it. A callee that keeps it must copy it.
+	//     This is the common case, and it costs no copy at all.
+	//   - owned true (a longer line): msg is a buffer of its own, joined
+	//     once from the chunks the line came in, which the reader never
+	//     touches again. The callee may keep it without a copy and may
+	//     change it, up to its capacity: at least SpliceSlack bytes are
+	//     spare, so a longer id can be put in place by moving what follows
+	//     it rather than by copying the whole message.
+	OnMessage func(msg []byte, owned bool)
 	// OnOversize is called on the reader goroutine for every line over
 	// MaxLineBytes, after it has been skipped.
 	OnOversize func(Oversize)
@@ -130,7 +147,7 @@ func Start(opts Options) (*Child, error) {
 		opts.Logger = slog.Default()
 	}
 	if opts.OnMessage == nil {
-		opts.OnMessage = func([]byte) {}
+		opts.OnMessage = func([]byte, bool) {}
 	}
 
 	// The program is found as LookPath says, in the child's PATH: what the
@@ -355,15 +372,25 @@ func (c *Child) supervise(stdoutDone, stderrDone <-chan struct{}) {
 // readStdout frames stdout into lines. It reads with a bufio.Reader rather
 // than a bufio.Scanner because a Scanner stops for good at its first line
 // over the limit; here an oversize line is skipped and reading goes on.
+//
+// What a line costs: one that fits the reader's buffer is delivered from
+// it, with no copy. A longer one is gathered in blocks and joined once
+// into a buffer of its exact size (plus SpliceSlack), which is handed
+// over: at most twice the line while it is joined, and once the blocks'
+// pool is warm one allocation of its size (see longLine). One over the
+// cap costs at most the cap while it is gathered (the reader cannot know
+// it is over until it is), then 4 KiB of its head and 4 KiB of its tail
+// while the rest is skipped.
 func (c *Child) readStdout() {
-	br := bufio.NewReaderSize(c.stdout, 64<<10)
+	br := bufio.NewReaderSize(c.stdout, readBuf)
 	var (
-		acc  []byte // a line longer than the reader's buffer, being gathered
-		over bool   // the current line is over the cap and being skipped
+		long longLine // a line longer than the reader's buffer, being gathered
+		over bool     // the current line is over the cap and being skipped
 		size int64
 		head []byte
 		tail []byte
 	)
+	defer long.release()
 	for {
 		chunk, err := br.ReadSlice('\n')
 		end := err == nil // chunk ends the line
@@ -371,7 +398,7 @@ func (c *Child) readStdout() {
 			if err != io.EOF && !errors.Is(err, os.ErrClosed) {
 				c.log.Load().Warn("reading child stdout", "err", err)
 			}
-			if len(chunk) == 0 && len(acc) == 0 && !over {
+			if len(chunk) == 0 && long.n == 0 && !over {
 				return
 			}
 			end = true // a last line without its newline
@@ -380,38 +407,32 @@ func (c *Child) readStdout() {
 		case over:
 			size += int64(len(chunk))
 			tail = keepTail(tail, chunk)
-		case len(acc)+len(bytes.TrimSuffix(chunk, []byte{'\n'})) > c.opts.MaxLineBytes: // the newline is not part of the line
+		case long.n+len(bytes.TrimSuffix(chunk, []byte{'\n'})) > c.opts.MaxLineBytes: // the newline is not part of the line
 			over = true
-			size = int64(len(acc) + len(chunk))
-			line := append(acc, chunk...)
-			head = append([]byte(nil), firstN(line, oversizeKeep)...)
-			// From the whole line, not just chunk: the read that crosses the
-			// cap may be the line's short last one, holding only its end.
-			tail = keepTail(nil, line[max(0, len(line)-oversizeKeep):])
-			acc = nil
-		case end && len(acc) == 0:
-			c.deliver(chunk) // the common case: no copy at all
+			size = int64(long.n + len(chunk))
+			// The tail from the whole line, not just chunk: the read that
+			// crosses the cap may be the line's short last one, holding
+			// only its end.
+			head = long.appendRange(nil, 0, min(oversizeKeep, int(size)), chunk)
+			tail = long.appendRange(make([]byte, 0, oversizeKeep), max(0, int(size)-oversizeKeep), int(size), chunk)
+			long.release()
+		case end && long.n == 0:
+			c.deliver(chunk, false) // the common case: no copy at all
+		case end:
+			c.deliver(long.join(chunk, SpliceSlack), true)
 		default:
-			acc = append(acc, chunk...)
+			long.add(chunk)
 		}
-		if end {
-			if over {
-				if bytes.HasSuffix(tail, []byte{'\n'}) {
-					size--
-					tail = tail[:len(tail)-1]
-				}
-				c.log.Load().Warn("child wrote a line over the size cap; skipped it", "bytes", size, "max_bytes", c.opts.MaxLineBytes)
-				if c.opts.OnOversize != nil {
-					c.opts.OnOversize(Oversize{Size: size, Head: head, Tail: tail})
-				}
-				over, size, head, tail = false, 0, nil, nil
-			} else if len(acc) > 0 {
-				c.deliver(acc)
-				acc = acc[:0]
-				if cap(acc) > 1<<20 {
-					acc = nil // don't pin a big buffer for the child's whole life
-				}
+		if end && over {
+			if bytes.HasSuffix(tail, []byte{'\n'}) {
+				size--
+				tail = tail[:len(tail)-1]
 			}
+			c.log.Load().Warn("child wrote a line over the size cap; skipped it", "bytes", size, "max_bytes", c.opts.MaxLineBytes)
+			if c.opts.OnOversize != nil {
+				c.opts.OnOversize(Oversize{Size: size, Head: head, Tail: tail})
+			}
+			over, size, head, tail = false, 0, nil, nil
 		}
 		if err != nil && err != bufio.ErrBufferFull {
 			return
@@ -419,7 +440,9 @@ func (c *Child) readStdout() {
 	}
 }
 
-func (c *Child) deliver(line []byte) {
+// deliver hands one line to OnMessage; owned says whether line is the
+// callee's to keep (see Options.OnMessage).
+func (c *Child) deliver(line []byte, owned bool) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
 		return
@@ -432,7 +455,7 @@ func (c *Child) deliver(line []byte) {
 		c.log.Load().Warn("child wrote a non-JSON line to stdout; skipped it", "line", string(firstN(line, 200)))
 		return
 	}
-	c.opts.OnMessage(line)
+	c.opts.OnMessage(line, owned)
 }
 
 // drainStderr reads stderr for the child's whole life, because a child
@@ -475,12 +498,17 @@ func (c *Child) StderrTail() []string {
 	return append(out, c.tail[:c.next]...)
 }
 
+// keepTail appends chunk to tail and keeps the last oversizeKeep bytes,
+// in tail's own array: skipping the rest of an oversize line allocates
+// nothing.
 func keepTail(tail, chunk []byte) []byte {
-	tail = append(tail, chunk...)
-	if len(tail) > oversizeKeep {
-		tail = append(tail[:0], tail[len(tail)-oversizeKeep:]...)
+	if len(chunk) >= oversizeKeep {
+		return append(tail[:0], chunk[len(chunk)-oversizeKeep:]...)
 	}
-	return tail
+	if drop := len(tail) + len(chunk) - oversizeKeep; drop > 0 {
+		tail = append(tail[:0], tail[drop:]...) // copy moves overlapping bytes correctly
+	}
+	return append(tail, chunk...)
 }
 
 func firstN(b []byte, n int) []byte {

@@ -48,9 +48,12 @@ func startChild(t *testing.T, opts stdio.Options, args ...string) *peer {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.OnMessage == nil {
-		opts.OnMessage = func(msg []byte) {
+		opts.OnMessage = func(msg []byte, owned bool) {
+			if !owned {
+				msg = bytes.Clone(msg) // msg is reused after the call
+			}
 			select {
-			case p.msgs <- bytes.Clone(msg): // msg is reused after the call
+			case p.msgs <- msg:
 			case <-quit:
 			}
 		}
@@ -656,7 +659,7 @@ func TestWrite(t *testing.T) {
 			}
 			return fmt.Sprintf("message %d", id)
 		}
-		p := startChild(t, stdio.Options{OnMessage: func(msg []byte) {
+		p := startChild(t, stdio.Options{OnMessage: func(msg []byte, _ bool) {
 			r, err := parseResponse(msg)
 			id, idErr := strconv.Atoi(string(r.ID))
 			if err != nil || idErr != nil {

@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/r3labs/sse/v2"
 )
 
 // Defaults for the zero values of FeedOptions.
@@ -21,58 +18,79 @@ const (
 	DefaultWriteTimeout = 30 * time.Second
 )
 
-// streamID is the feed's one r3labs stream; every page watches it.
-const streamID = "events"
-
 // FeedOptions configures a Feed. Only Snapshot is required.
 type FeedOptions struct {
-	// Snapshot returns what the live view shows, marshalled to JSON as
-	// the data of each "snapshot" event. It must hold nothing a watcher
-	// may not see: every authenticated page gets the same events.
+	// Snapshot returns the state the live view shows. It is polled
+	// every Interval while at least one page watches, and marshalled to
+	// JSON to learn whether it changed; nothing is polled while no page
+	// watches.
 	Snapshot func() any
-	// Interval is how often Snapshot is polled while at least one page
-	// watches; an event is sent only when the JSON changed. Default
-	// 500 ms. Nothing is polled while no page watches.
+	// View returns what the page that sent r (whose context carries
+	// whatever the mounter's middleware put there, such as the
+	// principal) may see of a snapshot; the page gets it, marshalled to
+	// JSON, as the data of a "snapshot" event, and only when it differs
+	// from what the page has. It runs in the page's own goroutine, once
+	// per change. Nil: every page sees the whole snapshot.
+	View func(r *http.Request, snapshot any) any
+	// Interval is how often Snapshot is polled while a page watches.
+	// Default 500 ms.
 	Interval time.Duration
 	// KeepAlive is the interval of comment frames, which stop proxies
 	// from closing a feed that has nothing new to say. Default 15 s.
 	KeepAlive time.Duration
-	// WriteTimeout bounds each write to a page. r3labs/sse sends to its
-	// subscribers one after the other and waits, so a page that stops
-	// reading stalls every page's feed until its write times out.
+	// WriteTimeout bounds each write to a page; a page that stops
+	// reading for that long is disconnected. It delays no other page.
 	// Default 30 s.
 	WriteTimeout time.Duration
 	// Logger is the logger. Default slog.Default().
 	Logger *slog.Logger
 }
 
-// Feed is the live view's event stream: a broadcast, by r3labs/sse, of
-// the bridge's snapshot each time it changes, to every page that watches.
-// It loses events by design (a page only needs the latest snapshot) and
-// never blocks the bridge. Serve it behind authentication; Close it at
-// shutdown.
+// Feed is the live view's event stream: the snapshot, each time it
+// changes, to every page that watches, each page getting its own view of
+// it (FeedOptions.View). It loses events by design (a page only needs the
+// latest snapshot) and never blocks the bridge. Serve it behind
+// authentication; Close it at shutdown.
 //
-// r3labs/sse is set up as LIBS.md section 1 says it fits: one stream,
-// created once and never removed (RemoveStream leaks a goroutine per
-// connected client); no replay (its log is unbounded and off by one; a
-// new page gets the current snapshot instead); no EventTTL (with replay
-// off it drops every event, r3labs/sse#176); TryPublish only.
+// One goroutine (publish) polls the snapshot while pages watch and hands
+// each page the newest one, through a mailbox of one that a newer
+// snapshot overwrites; each page's own request goroutine makes its view,
+// and writes it when it changed. So a stalled page holds up nobody (not
+// the poller, not another page), and costs one mailbox, never a queue.
+//
+// The SSE is written here by hand, not with r3labs/sse: r3labs
+// broadcasts one stream to all its subscribers, and the pages no longer
+// see the same thing. It would take a stream per principal, created on
+// demand, and r3labs cannot remove a stream without leaking a goroutine
+// per client it had (RemoveStream, LIBS.md section 1), so streams would
+// pile up with every principal ever seen (JWT subjects are unbounded);
+// and it writes to a stream's subscribers one after the other, so one
+// stalled page would stall its principal's other pages. What is left to
+// write is small: the headers, an event of one line of JSON, a comment.
+// (httpapi's SSE writer is MCP's, and web, a leaf, does not import
+// httpapi.)
 type Feed struct {
 	opts FeedOptions
-	srv  *sse.Server
 
-	// ctx ends with Close: the publisher stops and every page's request
-	// is cancelled.
+	// ctx ends with Close: the publisher stops and every page's feed
+	// ends.
 	ctx    context.Context
 	cancel context.CancelFunc
 
 	mu       sync.Mutex
 	closed   bool
-	pages    sync.WaitGroup // ServeHTTP calls under way
-	watchers atomic.Int32   // pages subscribed now
-	poke     chan struct{}  // a page subscribed: publish the snapshot even if unchanged
-	done     chan struct{}  // closed when the publisher has returned
+	watchers map[*watcher]struct{} // pages watching now
+	pages    sync.WaitGroup        // ServeHTTP calls under way
+	poke     chan struct{}         // a page arrived: publish the snapshot even if unchanged
+	done     chan struct{}         // closed when the publisher has returned
 	stopOnce sync.Once
+}
+
+// watcher is one page's mailbox: the newest snapshot it has not taken.
+// Only the publisher puts into it, so a put after draining it never
+// blocks.
+type watcher struct {
+	latest chan any // capacity 1
 }
 
 // NewFeed creates the feed and starts its publisher, which runs until
@@ -90,58 +108,35 @@ func NewFeed(opts FeedOptions) *Feed {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	f := &Feed{opts: opts, poke: make(chan struct{}, 1), done: make(chan struct{})}
+	f := &Feed{opts: opts, watchers: map[*watcher]struct{}{}, poke: make(chan struct{}, 1), done: make(chan struct{})}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
-
-	s := sse.New()
-	s.AutoReplay = false
-	s.AutoStream = false // else any caller could create streams
-	s.EventTTL = 0
-	s.BufferSize = 256
-	s.SplitData = true // a payload's newlines cannot end the event early
-	s.Headers = map[string]string{"X-Accel-Buffering": "no"}
-	// Called (in a goroutine of its own) once the stream has registered
-	// the subscriber, so the event the publisher sends next reaches it.
-	s.OnSubscribe = func(string, *sse.Subscriber) {
-		select {
-		case f.poke <- struct{}{}:
-		default: // a publication is already due
-		}
-	}
-	s.CreateStream(streamID)
-	f.srv = s
 	go f.publish()
 	return f
 }
 
 // publish owns the polling: while any page watches, it marshals the
-// snapshot every Interval and publishes it when it changed. It returns
-// when the feed is closed.
+// snapshot every Interval and hands it to every page when it changed, or
+// at once when a page arrives (which has nothing yet; the others drop
+// what they have already). It returns when the feed is closed.
 func (f *Feed) publish() {
 	defer close(f.done)
 	tick := time.NewTicker(f.opts.Interval)
 	defer tick.Stop()
-	keepAlive := time.NewTicker(f.opts.KeepAlive)
-	defer keepAlive.Stop()
-	var last []byte // the JSON the pages have
+	var last []byte // the JSON of the snapshot last handed out
 	for {
 		select {
 		case <-f.ctx.Done():
 			return
 		case <-f.poke:
-			last = nil // the new page has nothing yet
+			last = nil
 		case <-tick.C:
-			if f.watchers.Load() == 0 {
+			if !f.watched() {
 				last = nil
 				continue
 			}
-		case <-keepAlive.C:
-			if f.watchers.Load() > 0 {
-				f.srv.TryPublish(streamID, &sse.Event{Comment: []byte("keep-alive")})
-			}
-			continue
 		}
-		data, err := json.Marshal(f.opts.Snapshot())
+		snap := f.opts.Snapshot()
+		data, err := json.Marshal(snap)
 		if err != nil {
 			f.opts.Logger.Error("web feed: cannot marshal the snapshot", "err", err)
 			continue
@@ -149,59 +144,114 @@ func (f *Feed) publish() {
 		if bytes.Equal(data, last) {
 			continue
 		}
-		// Dropped when 256 events wait already (a page is stalled): last
-		// stays as it was, so the next tick tries again.
-		if f.srv.TryPublish(streamID, &sse.Event{Event: []byte("snapshot"), Data: data}) {
+		last = data
+		f.mu.Lock()
+		for w := range f.watchers {
+			select {
+			case <-w.latest: // not taken yet: the new one replaces it
+			default:
+			}
+			w.latest <- snap
+		}
+		f.mu.Unlock()
+	}
+}
+
+func (f *Feed) watched() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.watchers) > 0
+}
+
+// ServeHTTP streams the feed to one page until the page goes away, a
+// write to it times out, or the feed is closed.
+func (f *Feed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	me := &watcher{latest: make(chan any, 1)}
+	if !f.enter(me) {
+		http.Error(w, "the bridge is shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	defer f.leave(me)
+
+	out := &pageWriter{w: w, rc: http.NewResponseController(w), timeout: f.opts.WriteTimeout}
+	stop := context.AfterFunc(f.ctx, out.cut)
+	defer stop()
+	defer out.finish()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	// nginx buffers proxied responses unless told not to.
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if out.write(nil) != nil {
+		return
+	}
+	select { // the publisher hands this page the current snapshot now
+	case f.poke <- struct{}{}:
+	default: // a publication is due already
+	}
+
+	keepAlive := time.NewTicker(f.opts.KeepAlive)
+	defer keepAlive.Stop()
+	var last []byte // the JSON this page has
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-f.ctx.Done():
+			return
+		case <-keepAlive.C:
+			if out.write([]byte(": keep-alive\n\n")) != nil {
+				return
+			}
+		case snap := <-me.latest:
+			view := snap
+			if f.opts.View != nil {
+				view = f.opts.View(r, snap)
+			}
+			data, err := json.Marshal(view)
+			if err != nil {
+				f.opts.Logger.Error("web feed: cannot marshal a page's view", "err", err)
+				continue
+			}
+			if bytes.Equal(data, last) {
+				continue
+			}
+			// JSON from encoding/json is one line (it escapes every
+			// control character in strings), so one data field carries
+			// it whole.
+			ev := make([]byte, 0, len(data)+len("event: snapshot\ndata: \n\n"))
+			ev = append(ev, "event: snapshot\ndata: "...)
+			ev = append(append(ev, data...), '\n', '\n')
+			if out.write(ev) != nil {
+				return
+			}
 			last = data
 		}
 	}
 }
 
-// ServeHTTP streams the feed to one page until the page goes away or the
-// feed is closed.
-func (f *Feed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !f.enter() {
-		http.Error(w, "the bridge is shutting down", http.StatusServiceUnavailable)
-		return
-	}
-	defer f.pages.Done()
-	f.watchers.Add(1)
-	defer f.watchers.Add(-1)
-
-	// r3labs/sse ends a subscription when the request's context ends, so
-	// Close ends every subscription by cancelling it.
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	stop := context.AfterFunc(f.ctx, cancel)
-	defer stop()
-
-	// The stream is fixed here, whatever the query asks for; and with
-	// replay off a Last-Event-ID means nothing (r3labs answers 400 to one
-	// that is not a number).
-	sub := r.Clone(ctx)
-	sub.URL = &url.URL{Path: r.URL.Path, RawQuery: url.Values{"stream": {streamID}}.Encode()}
-	sub.Header.Del("Last-Event-ID")
-	f.srv.ServeHTTP(&deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: f.opts.WriteTimeout}, sub)
-}
-
 // enter counts a page in, unless the feed is closed.
-func (f *Feed) enter() bool {
+func (f *Feed) enter(w *watcher) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
 		return false
 	}
 	f.pages.Add(1)
+	f.watchers[w] = struct{}{}
 	return true
 }
 
-// Close ends every page's feed and stops the publisher, then the r3labs
-// server. The order matters: a subscriber still registered when the
-// r3labs stream stops blocks for ever in Subscriber.close (LIBS.md
-// section 1), so the stream is closed only once every ServeHTTP has
-// returned, which r3labs lets it do only after it has deregistered the
-// subscriber. A page that does not read delays Close by at most
-// WriteTimeout.
+func (f *Feed) leave(w *watcher) {
+	f.mu.Lock()
+	delete(f.watchers, w)
+	f.mu.Unlock()
+	f.pages.Done()
+}
+
+// Close ends every page's feed (a write in progress included), stops the
+// publisher, and returns once every ServeHTTP has returned.
 func (f *Feed) Close() error {
 	f.stopOnce.Do(func() {
 		f.mu.Lock()
@@ -210,31 +260,70 @@ func (f *Feed) Close() error {
 		f.cancel()
 		f.pages.Wait()
 		<-f.done
-		f.srv.Close()
 	})
 	return nil
 }
 
-// deadlineWriter sets a write deadline before each write and flush, so a
-// page that stopped reading cannot hold the feed for ever. When a write
-// fails, net/http cancels the request's context, which ends the
-// subscription.
-type deadlineWriter struct {
-	http.ResponseWriter
+// pageWriter writes to one page, each write within timeout. Close cuts a
+// write in progress (cut), so a page that stopped reading does not hold
+// up the shutdown; a page that is not being written to is left alone, and
+// its response ends cleanly (finish).
+type pageWriter struct {
+	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
+
+	mu      sync.Mutex
+	writing bool // a write is under way
+	cutOff  bool // the feed is closed: no write starts
+	failed  bool // a write failed: the connection is of no more use
 }
 
-func (d *deadlineWriter) Write(p []byte) (int, error) {
-	_ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout))
-	return d.ResponseWriter.Write(p)
+var errFeedClosed = errors.New("web feed: closed")
+
+// write writes b and flushes it: an event held in a buffer is an event
+// late.
+func (p *pageWriter) write(b []byte) error {
+	p.mu.Lock()
+	if p.cutOff {
+		p.mu.Unlock()
+		return errFeedClosed
+	}
+	p.writing = true
+	_ = p.rc.SetWriteDeadline(time.Now().Add(p.timeout))
+	p.mu.Unlock()
+	var err error
+	if len(b) > 0 {
+		_, err = p.w.Write(b)
+	}
+	if err == nil {
+		err = p.rc.Flush()
+	}
+	p.mu.Lock()
+	p.writing = false
+	p.failed = p.failed || err != nil
+	p.mu.Unlock()
+	return err
 }
 
-// Flush is what r3labs/sse asks for (a type assertion to http.Flusher);
-// the controller finds the flusher under any wrapper that has Unwrap.
-func (d *deadlineWriter) Flush() {
-	_ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout))
-	_ = d.rc.Flush()
+// cut runs when the feed closes: a write under way fails at once, and no
+// other starts.
+func (p *pageWriter) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cutOff = true
+	if p.writing {
+		_ = p.rc.SetWriteDeadline(time.Now())
+	}
 }
 
-func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
+// finish gives net/http the time to end the response (the last chunk)
+// when the page is still reading: the deadline of the last write may
+// have passed while the feed was quiet.
+func (p *pageWriter) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.failed {
+		_ = p.rc.SetWriteDeadline(time.Now().Add(p.timeout))
+	}
+}

@@ -6,10 +6,11 @@
 // client of the bridge's own endpoint.
 //
 // The package is a leaf: it knows nothing of sessions or authentication.
-// Whoever mounts it gives the feed a snapshot function and puts the feed
-// behind the same authentication as the MCP endpoint. The assets hold no
-// data and are served without it; the page asks for a token and sends it
-// as a bearer token on every request it makes.
+// Whoever mounts it gives the feed a snapshot function and a view of it
+// per page (what the page's principal may see), and puts the feed behind
+// the same authentication as the MCP endpoint. The assets hold no data and
+// are served without it; the page asks for a token and sends it as a
+// bearer token on every request it makes.
 package web
 
 import (

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -152,9 +153,8 @@ func TestFeed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	// The stream is the feed's whatever the query says, and a
-	// Last-Event-ID that is not a number (r3labs answers 400) is ignored.
-	resp, feed := openFeed(t, ctx, srv.URL+"/ui/events?stream=other", http.Header{"Last-Event-Id": {"x"}})
+	// There is nothing to resume: a Last-Event-ID is ignored.
+	resp, feed := openFeed(t, ctx, srv.URL+"/ui/events", http.Header{"Last-Event-Id": {"x"}})
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("status %d, Content-Type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
@@ -241,5 +241,113 @@ func TestFeedKeepAlive(t *testing.T) {
 	}
 	if feed.comments == 0 {
 		t.Fatalf("no keep-alive comment: %v", feed.sc.Err())
+	}
+}
+
+// TestFeedViews: each page gets its own view of the snapshot, and an
+// event only when its own view changed.
+func TestFeedViews(t *testing.T) {
+	var a, b atomic.Int64
+	f := web.NewFeed(web.FeedOptions{
+		Snapshot: func() any { return map[string]int64{"a": a.Load(), "b": b.Load()} },
+		// The page sees the key its header names, as a principal sees
+		// its own sessions.
+		View:     func(r *http.Request, snap any) any { return snap.(map[string]int64)[r.Header.Get("X-Key")] },
+		Interval: time.Millisecond,
+	})
+	t.Cleanup(func() { f.Close() })
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a safety net
+	defer cancel()
+	_, pageA := openFeed(t, ctx, srv.URL, http.Header{"X-Key": {"a"}})
+	_, pageB := openFeed(t, ctx, srv.URL, http.Header{"X-Key": {"b"}})
+	expect := func(page *feedReader, name, want string) {
+		t.Helper()
+		if ev, ok := page.next(); !ok || ev.data != want {
+			t.Fatalf("page %s: event %+v (ok %v), want %s", name, ev, ok, want)
+		}
+	}
+	expect(pageA, "a", "0")
+	expect(pageB, "b", "0")
+	// b changes, then a: page a's next event is a's change, with nothing
+	// in between (its view did not change when b did).
+	b.Store(1)
+	expect(pageB, "b", "1")
+	a.Store(1)
+	expect(pageA, "a", "1")
+	b.Store(2)
+	expect(pageB, "b", "2")
+	a.Store(2)
+	expect(pageA, "a", "2")
+}
+
+// TestFeedStalledPage: a page that stops reading holds up neither the
+// other pages nor Close, however long the write timeout.
+func TestFeedStalledPage(t *testing.T) {
+	var gen atomic.Int64
+	pad := strings.Repeat("x", 128<<10)
+	f := web.NewFeed(web.FeedOptions{
+		// 128 KiB per event: a few dozen fill any socket buffer.
+		Snapshot:     func() any { return map[string]any{"gen": gen.Load(), "pad": pad} },
+		Interval:     5 * time.Millisecond,
+		WriteTimeout: time.Hour,
+	})
+	closed := make(chan struct{})
+	t.Cleanup(func() {
+		select {
+		case <-closed:
+		default:
+			f.Close()
+		}
+	})
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a safety net
+	defer cancel()
+
+	// The stalled page: its request is sent, its response never read.
+	stalled, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stalled.Close() })
+	_ = stalled.(*net.TCPConn).SetReadBuffer(4 << 10)
+	if _, err := io.WriteString(stalled, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+
+	_, page := openFeed(t, ctx, srv.URL, nil)
+	page.sc.Buffer(make([]byte, 0, 512<<10), 1<<20)
+	// 48 events of 128 KiB (6 MiB) pass the healthy page, more than
+	// the stalled one's socket buffers hold.
+	for want := range int64(48) {
+		for {
+			ev, ok := page.next()
+			if !ok {
+				t.Fatalf("the healthy page's feed ended: %v", page.sc.Err())
+			}
+			var got struct{ Gen int64 }
+			if err := json.Unmarshal([]byte(ev.data), &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Gen == want {
+				break
+			}
+		}
+		gen.Add(1)
+	}
+
+	// Close cuts the stalled page's write rather than wait an hour.
+	done := make(chan struct{})
+	go func() {
+		f.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+		close(closed)
+	case <-ctx.Done():
+		t.Fatal("Close waits for the stalled page")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -173,8 +174,38 @@ func TestRun(t *testing.T) {
 			}
 		}
 	}
-	if len(res.LoadRatios) != 2 || len(res.ChurnRatios) != 2 {
-		t.Errorf("got %d load and %d churn ratios, want 2 each", len(res.LoadRatios), len(res.ChurnRatios))
+	for _, rs := range [][]ratio{res.LoadRatios, res.ChurnRatios} {
+		var floors []string
+		for _, r := range rs {
+			floors = append(floors, r.Floor)
+		}
+		if !slices.Equal(floors, []string{"http-floor", "pipe-floor", "composite"}) {
+			t.Errorf("ratios against %q, want http-floor, pipe-floor, composite", floors)
+		}
+	}
+}
+
+// TestComposite checks the composite floor's arithmetic: a call that
+// crosses both halves takes the sum of their times.
+func TestComposite(t *testing.T) {
+	rows := []row{
+		{Mode: "target", PerSec: 300, P50US: 500},
+		{Mode: "http-floor", PerSec: 1000, P50US: 200},
+		{Mode: "pipe-floor", PerSec: 4000, P50US: 50},
+	}
+	rs := ratios(rows)
+	if len(rs) != 3 || rs[2].Floor != "composite" {
+		t.Fatalf("ratios = %+v, want the composite last", rs)
+	}
+	c := rs[2]
+	if c.FloorPerSec != 800 { // 1/(1/1000 + 1/4000)
+		t.Errorf("composite floor = %v/s, want 800", c.FloorPerSec)
+	}
+	if c.PerSec != 300.0/800 || c.P50 != 2 || c.P99 != 0 {
+		t.Errorf("target/composite = %+v, want per_sec 0.375, p50 2, no p99", c)
+	}
+	if _, ok := composite(rows[1:2]); ok {
+		t.Error("a composite from the HTTP floor alone")
 	}
 }
 

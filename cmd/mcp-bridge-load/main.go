@@ -263,11 +263,13 @@ type row struct {
 
 // ratio compares the target with one floor; each value is target/floor.
 type ratio struct {
-	Floor      string   `json:"floor"`
-	PerSec     float64  `json:"per_sec"`
-	P50        float64  `json:"p50"`
-	P99        float64  `json:"p99"`
-	CPUPerCall *float64 `json:"cpu_per_call,omitempty"`
+	Floor string `json:"floor"`
+	// FloorPerSec is the composite floor's own rate, which has no row.
+	FloorPerSec float64  `json:"floor_per_sec,omitempty"`
+	PerSec      float64  `json:"per_sec"`
+	P50         float64  `json:"p50"`
+	P99         float64  `json:"p99"`
+	CPUPerCall  *float64 `json:"cpu_per_call,omitempty"`
 }
 
 // sessionResult is every measurement for one session count.
@@ -515,7 +517,8 @@ func (m *meter) stop(r *row, s subject, res phaseResult) {
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
-// ratios compares the target row, if any, with each floor row.
+// ratios compares the target row, if any, with each floor row, and with
+// the composite floor when both floors were measured.
 func ratios(rows []row) []ratio {
 	if len(rows) == 0 || rows[0].Mode != "target" {
 		return nil
@@ -535,7 +538,36 @@ func ratios(rows []row) []ratio {
 		}
 		out = append(out, r)
 	}
+	if c, ok := composite(rows[1:]); ok {
+		out = append(out, ratio{
+			Floor:       c.Mode,
+			FloorPerSec: c.PerSec,
+			PerSec:      div(t.PerSec, c.PerSec),
+			P50:         div(t.P50US, c.P50US),
+		})
+	}
 	return out
+}
+
+// composite is the floor of a bridge that cost nothing itself: every call
+// crosses HTTP and then the pipe, one after the other, so their times add
+// up. Its rate is 1/(1/http + 1/pipe) and its median latency the sum of
+// the two medians (an estimate: medians do not add exactly). The tail has
+// no such formula, so the composite has no p99.
+func composite(floors []row) (row, bool) {
+	var h, p *row
+	for i := range floors {
+		switch floors[i].Mode {
+		case "http-floor":
+			h = &floors[i]
+		case "pipe-floor":
+			p = &floors[i]
+		}
+	}
+	if h == nil || p == nil || h.PerSec == 0 || p.PerSec == 0 {
+		return row{}, false
+	}
+	return row{Mode: "composite", PerSec: 1 / (1/h.PerSec + 1/p.PerSec), P50US: h.P50US + p.P50US}, true
 }
 
 func div(a, b float64) float64 {
@@ -581,9 +613,19 @@ func printRows(w io.Writer, rate string, rows []row, rs []ratio) {
 		if r.CPUPerCall != nil {
 			cpu = fmt.Sprintf("%.2fx", *r.CPUPerCall)
 		}
-		fmt.Fprintf(tw, "target/%s\t%.2fx\t%.2fx\t\t%.2fx\t\t%s\t\t\t\t\t\t\n", r.Floor, r.PerSec, r.P50, r.P99, cpu)
+		p99 := "-"
+		if r.P99 != 0 {
+			p99 = fmt.Sprintf("%.2fx", r.P99)
+		}
+		fmt.Fprintf(tw, "target/%s\t%.2fx\t%.2fx\t\t%s\t\t%s\t\t\t\t\t\t\n", r.Floor, r.PerSec, r.P50, p99, cpu)
 	}
 	_ = tw.Flush() // errors surface on the underlying writer's next use, if ever
+	for _, r := range rs {
+		if r.FloorPerSec != 0 {
+			// The composite floor has no row of its own: say what it is.
+			fmt.Fprintf(w, "  composite floor (1/(1/http-floor + 1/pipe-floor)): %.0f %s\n", r.FloorPerSec, rate)
+		}
+	}
 	for _, r := range rows {
 		msg := strings.ReplaceAll(r.FirstError, "\n", "; ") // joined errors
 		switch {

@@ -87,6 +87,11 @@ type Config struct {
 	ToolDeny                []string `env:"TOOL_DENY" envSeparator:"," flag:"tool-deny" help:"SUBJECT=GLOB: tools SUBJECT may neither list nor call; deny wins over allow (repeatable)"`
 	AuditLog                string   `env:"AUDIT_LOG" flag:"audit-log" help:"file to append one JSON line per request to (principal, session, method, tool, outcome, duration); - for stdout"`
 	AuditArguments          bool     `env:"AUDIT_ARGUMENTS" flag:"audit-arguments" help:"add tools/call arguments to the audit log (they may hold personal data or secrets)"`
+
+	// Who sees what of the others (README "Web page", "Health, readiness
+	// and metrics"): checked by validateVisibility.
+	Admins          []string `env:"ADMINS" envSeparator:"," flag:"admin" help:"SUBJECT (*, scope:NAME, token:NAME, jwt:SUB or a principal name) who sees every session and child on the web page, stderr included; others see their own (repeatable)"`
+	MetricsTokenEnv string   `env:"METRICS_TOKEN_ENV" flag:"metrics-token-env" help:"name of an environment variable holding the bearer token /metrics then requires (default: /metrics is open)"`
 }
 
 // Argv is a command line given as a JSON array in the environment, so
@@ -257,7 +262,63 @@ func (c *Config) validate() error {
 		bad("ConfigFile", "give either --config or a command, not both")
 	}
 	errs = append(errs, c.validateAuth()...)
+	errs = append(errs, c.validateVisibility()...)
 	return errors.Join(errs...)
+}
+
+// validateVisibility checks --admin and --metrics-token-env. Whether the
+// metrics token's variable holds a usable token is checked by
+// metricsAuth, which reads it.
+func (c *Config) validateVisibility() []error {
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("invalid %s: %s", describe(field), fmt.Sprintf(format, a...)))
+	}
+	for i, a := range c.Admins {
+		if _, err := auth.ParseSubject(a); err != nil {
+			bad("Admins", "%s%v", entry(i, len(c.Admins)), err)
+		}
+	}
+	if len(c.Admins) > 0 && len(c.TokenEnvs) == 0 && c.JWTSecretEnv == "" && c.JWTPublicKey == "" && c.JWKSURL == "" {
+		bad("Admins", "admins mean nothing without authentication (--token-env or a JWT key): the one anonymous principal sees everything")
+	}
+	if n := c.MetricsTokenEnv; n != "" && (!envName.MatchString(n) || strings.HasPrefix(n, envPrefix)) {
+		bad("MetricsTokenEnv", "not a valid variable name outside %s*: the flag takes the NAME of a variable that holds a token, never the token", envPrefix)
+	}
+	return errs
+}
+
+// admins parses --admin (validated by loadConfig).
+func (c *Config) admins() auth.Subjects {
+	ss, _ := auth.ParseSubjects(c.Admins)
+	return ss
+}
+
+// metricsAuth reads the token of --metrics-token-env with lookup and
+// checks it as --token-env's are (set, not empty, 16+ characters); nil
+// when the flag is not given. Errors name the flag and the variable,
+// never the value.
+func (c *Config) metricsAuth(lookup func(string) (string, bool)) (auth.Verifier, error) {
+	if c.MetricsTokenEnv == "" {
+		return nil, nil
+	}
+	st, err := auth.TokensFromEnv([]string{c.MetricsTokenEnv}, lookup)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", describe("MetricsTokenEnv"), err)
+	}
+	return st, nil
+}
+
+// secretEnvs are the variables that hold the bridge's own secrets: its
+// client tokens, its JWT secret, its metrics token. No child sees them.
+func (c *Config) secretEnvs() []string {
+	out := slices.Clone(c.TokenEnvs)
+	for _, n := range []string{c.JWTSecretEnv, c.MetricsTokenEnv} {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // validateAuth checks the authentication and limit settings. Whether the
@@ -499,18 +560,16 @@ func kindOf(t reflect.Type) string {
 // hiddenFromChild is the rule for the child's environment: everything the
 // bridge inherited passes through except the bridge's own settings
 // (MCP_BRIDGE_*), the variables named by --hide-env, and the variables
-// that hold the bridge's tokens and JWT secret: a child must never be able
-// to act as a client of the bridge (or anything else those secrets open).
+// that hold the bridge's tokens, JWT secret and metrics token
+// (secretEnvs): a child must never be able to act as a client of the
+// bridge, scrape it, or open anything else those secrets open.
 func (c *Config) hiddenFromChild() func(string) bool {
 	hide := make(map[string]bool, len(c.HideEnv))
 	for _, n := range c.HideEnv {
 		hide[n] = true
 	}
-	for _, n := range c.TokenEnvs {
+	for _, n := range c.secretEnvs() {
 		hide[n] = true
-	}
-	if c.JWTSecretEnv != "" {
-		hide[c.JWTSecretEnv] = true
 	}
 	return func(name string) bool { return strings.HasPrefix(name, envPrefix) || hide[name] }
 }

@@ -243,7 +243,7 @@ func replicaSession(ctx context.Context, hc *http.Client, url string, i, calls i
 }
 
 // scrapeMetrics reads a bridge's /metrics into series and values.
-func scrapeMetrics(t *testing.T, hc *http.Client, base string) map[string]float64 {
+func scrapeMetrics(t testing.TB, hc *http.Client, base string) map[string]float64 {
 	t.Helper()
 	resp, err := hc.Get(base + "/metrics")
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 
 // bridgeProc is a real mcp-bridge process started by a test.
 type bridgeProc struct {
-	t    *testing.T
+	t    testing.TB
 	cmd  *exec.Cmd
 	URL  string // the MCP endpoint, e.g. http://127.0.0.1:41234/mcp
 	Base string // scheme://host:port
@@ -34,7 +34,7 @@ var listening = regexp.MustCompile(`url=(http://[^\s]+?)(/[^\s]*)`)
 // startBridge builds (once) and starts mcp-bridge with args (port 0 and
 // debug logs are added) and the given environment, and waits until it
 // listens. The process is stopped with SIGTERM on cleanup, then killed.
-func startBridge(t *testing.T, env []string, args ...string) *bridgeProc {
+func startBridge(t testing.TB, env []string, args ...string) *bridgeProc {
 	t.Helper()
 	bin := testpeers.BuildGo(t, "./cmd/mcp-bridge")
 	if env == nil {

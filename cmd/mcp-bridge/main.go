@@ -70,6 +70,11 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "mcp-bridge: %v\n", err)
 		return 2
 	}
+	metricsAuth, err := cfg.metricsAuth(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-bridge: %v\n", err)
+		return 2
+	}
 	policy, _ := cfg.toolPolicy() // validated by loadConfig
 	var audit io.Writer
 	switch cfg.AuditLog {
@@ -159,6 +164,8 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		RateLimit:               cfg.RateLimit,
 		RateBurst:               cfg.RateBurst,
 		ToolPolicy:              policy,
+		Admins:                  cfg.admins(),
+		MetricsAuth:             metricsAuth,
 		Audit:                   audit,
 		AuditArguments:          cfg.AuditArguments,
 	}

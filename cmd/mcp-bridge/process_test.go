@@ -482,7 +482,7 @@ func TestStderrLogged(t *testing.T) {
 // rawSession is one MCP session driven with raw HTTP requests, so the
 // tests see exactly what the bridge sends back.
 type rawSession struct {
-	t      *testing.T
+	t      testing.TB
 	url    string
 	sid    string
 	hc     *http.Client
@@ -509,7 +509,7 @@ const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{
 
 // openSession initializes a session on the endpoint at url. It is deleted
 // on cleanup if it is still there.
-func openSession(t *testing.T, url string) *rawSession {
+func openSession(t testing.TB, url string) *rawSession {
 	t.Helper()
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)

@@ -155,11 +155,8 @@ func parseServers(file string, data []byte, cfg *Config, environ []string) ([]se
 	// reaches only the servers that name it: both are hidden from every
 	// child's inherited environment.
 	tokenVars := map[string]bool{}
-	for _, n := range cfg.TokenEnvs {
+	for _, n := range cfg.secretEnvs() {
 		tokenVars[n] = true
-	}
-	if cfg.JWTSecretEnv != "" {
-		tokenVars[cfg.JWTSecretEnv] = true
 	}
 	fromVars := map[string]bool{}
 	for _, e := range entries {
@@ -446,7 +443,7 @@ func mountsWeb(ho httpapi.Options) *httpapi.MountsWeb {
 	if !ho.Web {
 		return nil
 	}
-	return &httpapi.MountsWeb{Auth: ho.Auth, Context: ho.Context, KeepAlive: ho.KeepAlive, WriteTimeout: ho.WriteTimeout}
+	return &httpapi.MountsWeb{Auth: ho.Auth, Admins: ho.Admins, Context: ho.Context, KeepAlive: ho.KeepAlive, WriteTimeout: ho.WriteTimeout}
 }
 
 // reloadOn rereads the file on every signal until ctx ends. A file that

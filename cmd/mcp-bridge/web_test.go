@@ -37,6 +37,8 @@ type webpageResult struct {
 	PageErrors []string          `json:"pageErrors"`
 }
 
+func (r *webpageResult) failed() string { return r.Failed }
+
 func TestWebPageInBrowser(t *testing.T) {
 	node, nodeModules := browserPeers(t)
 	token := randomToken()
@@ -135,7 +137,18 @@ func mapValues(m map[string]string) []string {
 // its report.
 func runWebpage(t *testing.T, ctx context.Context, node, nodeModules string, args ...string) webpageResult {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join(filepath.Dir(nodeModules), "webpage.mjs")}, args...)...)
+	var res webpageResult
+	runPageScript(t, ctx, node, nodeModules, "webpage.mjs", &res, args...)
+	return res
+}
+
+// runPageScript runs a script of testdata/node that drives the page in
+// Chromium and prints one JSON report as its last line, and decodes that
+// line into res (which has a Failed field the script sets when a step
+// failed).
+func runPageScript(t *testing.T, ctx context.Context, node, nodeModules, script string, res interface{ failed() string }, args ...string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join(filepath.Dir(nodeModules), script)}, args...)...)
 	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
 	// On a hang: SIGTERM lets the script close the browser; WaitDelay
 	// then kills what is left.
@@ -144,18 +157,16 @@ func runWebpage(t *testing.T, ctx context.Context, node, nodeModules string, arg
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
-	var res webpageResult
 	line := bytes.TrimSpace(stdout.Bytes())
 	if i := bytes.LastIndexByte(line, '\n'); i >= 0 {
 		line = line[i+1:]
 	}
-	if jerr := json.Unmarshal(line, &res); jerr != nil {
-		t.Fatalf("webpage.mjs: %v (%v)\nstdout:\n%s\nstderr:\n%s", err, jerr, stdout.Bytes(), stderr.Bytes())
+	if jerr := json.Unmarshal(line, res); jerr != nil {
+		t.Fatalf("%s: %v (%v)\nstdout:\n%s\nstderr:\n%s", script, err, jerr, stdout.Bytes(), stderr.Bytes())
 	}
-	if err != nil && res.Failed == "" {
-		t.Errorf("webpage.mjs: %v\nstderr:\n%s", err, stderr.Bytes())
+	if err != nil && res.failed() == "" {
+		t.Errorf("%s: %v\nstderr:\n%s", script, err, stderr.Bytes())
 	}
-	return res
 }
 
 // TestWebFeedShutdown: a page watching the live feed does not hold up the

@@ -16,6 +16,7 @@
 //	big {bytes, id_first}      answers a text of that many 'x', streamed; id first or last
 //	garbage {lines}            writes that many non-JSON lines and a blank line, then answers
 //	stderr_flood {lines}       writes that many lines to stderr, then answers "done"
+//	stderr {stderr}            writes that text and a newline to stderr, then answers "ok"
 //	crash {code, stderr}       writes stderr, then exits with code without answering
 //	fork {}                    starts a grandchild in the same process group; answers its pid
 //	slow {ms, steps}           sends progress (if _meta.progressToken) and log notifications
@@ -295,6 +296,9 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 		}
 		w.Flush()
 		s.respond(m.ID, textResult("done"), false)
+	case "stderr":
+		fmt.Fprintln(os.Stderr, a.Stderr)
+		s.respond(m.ID, textResult("ok"), false)
 	case "crash":
 		fmt.Fprint(os.Stderr, a.Stderr)
 		os.Exit(a.Code)
@@ -523,6 +527,7 @@ func toolList() []any {
 		{"big", "Answers a text of the given number of bytes.", obj("bytes", "integer", "id_first", "boolean")},
 		{"garbage", "Writes non-JSON lines to stdout before answering.", obj("lines", "integer")},
 		{"stderr_flood", "Writes numbered lines to stderr before answering.", obj("lines", "integer")},
+		{"stderr", "Writes a line to stderr, then answers ok.", obj("stderr", "string")},
 		{"crash", "Writes to stderr and exits without answering.", obj("code", "integer", "stderr", "string")},
 		{"fork", "Starts a grandchild in the same process group; answers its pid.", obj()},
 		{"slow", "Sends progress and log notifications over ms milliseconds.", obj("ms", "integer", "steps", "integer")},

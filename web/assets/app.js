@@ -255,7 +255,17 @@ function renderSnapshot() {
       { class: "child", dataset: { pid: String(c.pid) } },
       el("h3", {}, (c.server ? c.server + " · " : "") + "pid " + c.pid),
       dl,
-      el("pre", { class: "stderr", title: "last lines of stderr" }, tail.length ? tail.join("\n") : "(nothing on stderr)"),
+      el(
+        "pre",
+        { class: "stderr", title: "last lines of stderr" },
+        // A process that serves every principal mixes their traffic on
+        // stderr: the bridge shows it to admins only.
+        c.stderrHidden
+          ? "(stderr hidden: this process serves every principal; admins see it)"
+          : tail.length
+            ? tail.join("\n")
+            : "(nothing on stderr)",
+      ),
     );
   });
   $("children").replaceChildren(...cards);
