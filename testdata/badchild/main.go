@@ -39,8 +39,9 @@
 //	                           (if _meta.progressToken): progress after the answer
 //
 // Flags: -ignore-term, -ignore-eof, -banner, -exit-after-init, -stderr-at-start N,
-// -exit-first PATH (exit 3 at once if PATH does not exist, creating it: the first start fails,
-// the next works), -exit-at-start (always exit 3 at once), -never-init (never answer initialize).
+// -exit-first PATH (if PATH does not exist, create it and exit 3 as soon as the first line
+// arrives on stdin, unanswered: the first start fails, the next works), -exit-at-start
+// (always exit 3 at once), -never-init (never answer initialize).
 // Run as "badchild grandchild" it blocks until killed; that is what fork starts.
 // By default it exits 0 on stdin EOF once in-flight calls have ended.
 package main
@@ -104,7 +105,7 @@ func main() {
 	banner := flag.Bool("banner", false, "print a non-JSON banner line to stdout at start")
 	exitAfterInit := flag.Bool("exit-after-init", false, "exit 3 right after answering initialize")
 	stderrAtStart := flag.Int("stderr-at-start", 0, "write this many stderr lines at start")
-	exitFirst := flag.String("exit-first", "", "exit 3 at once if this file does not exist, creating it")
+	exitFirst := flag.String("exit-first", "", "if this file does not exist, create it and exit 3 on the first line read")
 	exitAtStart := flag.Bool("exit-at-start", false, "exit 3 at once")
 	neverInit := flag.Bool("never-init", false, "never answer initialize")
 	flag.Parse()
@@ -112,6 +113,9 @@ func main() {
 	if *exitFirst != "" {
 		if f, err := os.OpenFile(*exitFirst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
 			f.Close()
+			// Once the first message is in, so whoever sent it waits for
+			// an answer that never comes.
+			_, _ = bufio.NewReader(os.Stdin).ReadBytes('\n')
 			fmt.Fprintln(os.Stderr, "badchild: first start; exiting")
 			os.Exit(3)
 		}
