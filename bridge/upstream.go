@@ -708,9 +708,10 @@ func (u *upstream) settleLocked(id int64) *call {
 	return c
 }
 
-// expire settles a request the child did not answer within d: the client
-// gets a JSON-RPC error naming the flag, and the child gets
-// notifications/cancelled for it, so its late answer is dropped. An
+// expire settles a request the child did not answer within d: the child
+// gets notifications/cancelled for it, so its late answer is dropped, and
+// then the client a JSON-RPC error naming the flag (in that order, so a
+// client that asks the child next finds the cancel there before it). An
 // initialize is not cancelled ("MUST NOT be cancelled"): a child that does
 // not answer it cannot serve, so it is stopped (per-session: its session
 // ends; shared: the sessions waiting for it get the error, and it is
@@ -722,6 +723,8 @@ func (u *upstream) expire(id int64, c *call, d time.Duration) {
 		return // answered meanwhile
 	}
 	u.settleLocked(id)
+	child := u.child
+	u.mu.Unlock()
 	u.b.stats.RequestsTimedOut.Add(1)
 	flag := "--request-timeout"
 	if c.init {
@@ -731,6 +734,18 @@ func (u *upstream) expire(id int64, c *call, d time.Duration) {
 	log := u.logger()
 	if c.sess != nil {
 		log = c.sess.log
+	}
+	if c.init {
+		log.Warn("the MCP server did not answer initialize in time; stopping it", "child_id", id, "timeout", d)
+	} else {
+		log.Warn("the MCP server did not answer a request in time; cancelled it", "method", c.method, "child_id", id, "timeout", d)
+		if child != nil {
+			u.write(child, [][]byte{cancelNotification(id, msg)})
+		}
+	}
+
+	u.mu.Lock()
+	if c.sess != nil {
 		c.sess.doneLocked(c)
 		c.sess.touchLocked() // the session idles from now, not from its last message
 		if !c.sess.closed {
@@ -739,30 +754,19 @@ func (u *upstream) expire(id int64, c *call, d time.Duration) {
 	} else if c.answered != nil {
 		c.answered <- errors.New(msg)
 	}
-	child := u.child
-	stop := c.init && c.answered == nil && child != nil // a restart's own initialize fails its start instead
+	// A restart's own initialize (answered) fails the restart instead.
+	stop := c.init && c.answered == nil && child != nil && u.child == child
 	if stop && u.shared {
 		u.initFailedLocked(child, &Error{Kind: KindUnavailable, Code: CodeRequestTimeout, Message: msg}, false)
+		if c.sess != nil && c.sess.endReason == "" {
+			c.sess.endReason = "its initialize failed: " + msg
+		}
 	}
 	u.mu.Unlock()
-
-	if !c.init {
-		log.Warn("the MCP server did not answer a request in time; cancelled it", "method", c.method, "child_id", id, "timeout", d)
-		if child != nil {
-			u.write(child, [][]byte{cancelNotification(id, msg)})
-		}
-		return
-	}
-	log.Warn("the MCP server did not answer initialize in time; stopping it", "child_id", id, "timeout", d)
 	if !stop {
 		return
 	}
 	if c.sess != nil && u.shared {
-		u.mu.Lock()
-		if c.sess.endReason == "" {
-			c.sess.endReason = "its initialize failed: " + msg
-		}
-		u.mu.Unlock()
 		c.sess.end() // its client has no session
 	}
 	u.stopUnresponsive(child, msg)
