@@ -169,6 +169,11 @@ func (u *upstream) startWith(log *slog.Logger, prepare func(*stdio.Child) error)
 	go func() { defer u.b.wg.Done(); u.watch(child) }()
 	if prepare != nil {
 		if err := prepare(child); err != nil {
+			if e, ok := errors.AsType[*Error](err); ok && e.Code == CodeRequestTimeout {
+				u.mu.Lock()
+				u.unresponsive = child // it did not answer initialize
+				u.mu.Unlock()
+			}
 			child.Kill() // watch sees it go, and the restart policy applies
 			return err
 		}
@@ -752,10 +757,10 @@ func (u *upstream) expire(id int64, c *call, d time.Duration) {
 			c.sess.answerLocked(c, errorResponse(c.clientID, CodeRequestTimeout, msg, nil))
 		}
 	} else if c.answered != nil {
-		c.answered <- errors.New(msg)
+		c.answered <- &Error{Kind: KindUnavailable, Code: CodeRequestTimeout, Message: msg}
 	}
 	// A restart's own initialize (answered) fails the restart instead.
-	stop := c.init && c.answered == nil && child != nil && u.child == child
+	stop := c.init && c.answered == nil && child != nil && u.child == child && !u.stopping
 	if stop && u.shared {
 		u.initFailedLocked(child, &Error{Kind: KindUnavailable, Code: CodeRequestTimeout, Message: msg}, false)
 		if c.sess != nil && c.sess.endReason == "" {
