@@ -483,9 +483,7 @@ func (u *upstream) initFailedLocked(child *stdio.Child, err *Error, again bool) 
 // downLocked: the shared child will not be started again (crash-loop
 // breaker, bridge shutdown); sessions waiting for it get err.
 func (u *upstream) downLocked(err *Error) {
-	if u.initResult == nil {
-		u.gate.settle(err)
-	}
+	u.gate.settle(err) // nothing if it was decided
 }
 
 // oversize fails the request whose response was over the line cap.

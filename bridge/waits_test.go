@@ -123,21 +123,30 @@ func (r reply) text() string {
 // A stream that never ends fails the test at the safety net.
 func drain(ctx context.Context, t *testing.T, st *Stream) reply {
 	t.Helper()
+	r, err := drainErr(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// errNoAnswer: a stream ended without its response, or never ended.
+var errNoAnswer = errors.New("no answer")
+
+// drainErr is drain for goroutines other than the test's.
+func drainErr(ctx context.Context, st *Stream) (reply, error) {
 	var msgs [][]byte
 	for final := false; !final; {
 		if err := st.Wait(ctx, nil); err != nil {
-			t.Fatalf("the stream never ended: %v", err)
+			return reply{}, fmt.Errorf("%w: the stream never ended: %v", errNoAnswer, err)
 		}
 		msgs, final = st.Take(msgs)
 	}
-	if len(msgs) == 0 {
-		t.Fatal("the stream ended without a message")
-	}
 	var r reply
-	if err := json.Unmarshal(msgs[len(msgs)-1], &r); err != nil {
-		t.Fatalf("bad message %s: %v", msgs[len(msgs)-1], err)
+	if len(msgs) == 0 || json.Unmarshal(msgs[len(msgs)-1], &r) != nil {
+		return reply{}, fmt.Errorf("%w: the stream ended with %q", errNoAnswer, msgs)
 	}
-	return r
+	return r, nil
 }
 
 // callTool sends a tools/call on s and returns its response.
@@ -188,9 +197,9 @@ func wantCode(t *testing.T, r reply, code int, contains string) {
 
 // join starts a session the way each mode does: Initialize, or for
 // stateless a request's session. It returns the session (nil on error)
-// and, for Initialize, the response to initialize.
+// and the response to initialize. An initialize that is never answered
+// is errNoAnswer. It may run on any goroutine.
 func join(ctx context.Context, t *testing.T, b *Bridge, stateless bool) (*Session, reply, error) {
-	t.Helper()
 	msg := initRequest(t)
 	if stateless {
 		s, answer, err := b.Stateless(ctx, &msg)
@@ -199,7 +208,7 @@ func join(ctx context.Context, t *testing.T, b *Bridge, stateless bool) (*Sessio
 		}
 		var r reply
 		if err := json.Unmarshal(answer, &r); err != nil {
-			t.Fatal(err)
+			return nil, reply{}, fmt.Errorf("%w: %s", errNoAnswer, answer)
 		}
 		return s, r, nil
 	}
@@ -207,7 +216,8 @@ func join(ctx context.Context, t *testing.T, b *Bridge, stateless bool) (*Sessio
 	if err != nil {
 		return nil, reply{}, err
 	}
-	return s, drain(ctx, t, st), nil
+	r, err := drainErr(ctx, st)
+	return s, r, err
 }
 
 // TestSharedFirstStartFails (issue point 1): a shared child whose first
@@ -249,25 +259,48 @@ func TestSharedFirstStartFails(t *testing.T) {
 }
 
 // TestCrashLoopEndsWaits (issue point 2): a shared child that exits at
-// every start. Every initialize, and every stateless request, gets an
-// error as the initialization it waits for fails, however many come;
-// once the crash-loop breaker trips, new ones are refused at once.
+// every start. Sessions and stateless requests that arrive together, and
+// wait for its initialization, each get an error as the initialization
+// they wait for fails; none waits until shutdown. Once the crash-loop
+// breaker trips, new ones are refused at once.
 func TestCrashLoopEndsWaits(t *testing.T) {
 	for _, stateless := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stateless=%v", stateless), func(t *testing.T) {
 			ctx := safety(t)
 			b, _ := waitsBridge(t, Config{Mode: ModeShared}, "-exit-at-start")
-			for i := range 4 {
-				s, r, err := join(ctx, t, b, stateless)
-				if err == nil && r.Error == nil {
-					t.Fatalf("request %d succeeded on a child that never starts: %+v", i, r)
-				}
-				if s != nil {
-					until(t, "the failed session ended", func() bool { return s.isClosed() })
+			const n = 4
+			errs := make(chan error, n)
+			for i := range n {
+				go func() {
+					s, r, err := join(ctx, t, b, stateless)
+					switch {
+					case err == nil && r.Error == nil:
+						err = fmt.Errorf("request %d succeeded on a child that never starts: %+v", i, r)
+					case err == nil:
+						select {
+						case <-s.Done(): // its initialize failed: its client has no session
+						case <-ctx.Done():
+							err = fmt.Errorf("request %d: the failed session did not end", i)
+						}
+					case errors.Is(err, errNoAnswer):
+					default:
+						err = nil // refused: as it should be
+					}
+					errs <- err
+				}()
+			}
+			for range n {
+				select {
+				case err := <-errs:
+					if err != nil {
+						t.Error(err)
+					}
+				case <-ctx.Done():
+					t.Fatal("a request never got an answer")
 				}
 			}
 			until(t, "the crash-loop breaker tripped", func() bool { return errors.Is(b.Ready(), ErrSharedDown) })
-			if _, _, err := join(ctx, t, b, stateless); !errors.Is(err, ErrSharedDown) && ErrorKind(err) != KindUnavailable {
+			if _, _, err := join(ctx, t, b, stateless); ErrorKind(err) != KindUnavailable {
 				t.Fatalf("after the breaker: %v, want the server down", err)
 			}
 			if n := b.Len(); n != 0 {
@@ -398,14 +431,18 @@ func TestInitTimeout(t *testing.T) {
 		t.Run(fmt.Sprintf("shared, stateless=%v", stateless), func(t *testing.T) {
 			ctx := safety(t)
 			b, _ := waitsBridge(t, Config{Mode: ModeShared, InitTimeout: 300 * time.Millisecond}, "-never-init")
-			var wg sync.WaitGroup
-			errs := make(chan error, 3)
-			for range 3 {
-				wg.Go(func() {
+			const n = 3
+			errs := make(chan error, 2*n)
+			done := make(chan struct{}, n)
+			for range n {
+				go func() {
+					defer func() { done <- struct{}{} }()
 					s, r, err := join(ctx, t, b, stateless)
 					switch {
 					case err == nil && r.Error == nil:
 						errs <- fmt.Errorf("initialized a child that never answers: %+v", r)
+					case errors.Is(err, errNoAnswer):
+						errs <- err
 					case err == nil:
 						if r.Error.Code != CodeRequestTimeout {
 							errs <- fmt.Errorf("error %+v, want %d", r.Error, CodeRequestTimeout)
@@ -418,9 +455,15 @@ func TestInitTimeout(t *testing.T) {
 					case ErrorKind(err) != KindUnavailable:
 						errs <- err
 					}
-				})
+				}()
 			}
-			wg.Wait()
+			for range n {
+				select {
+				case <-done:
+				case <-ctx.Done():
+					t.Fatal("an initialize never got an answer")
+				}
+			}
 			close(errs)
 			for err := range errs {
 				t.Error(err)
