@@ -469,7 +469,7 @@ func (l *legacy) initialize(w http.ResponseWriter, r *http.Request, c *legacyCon
 		failed()
 		return err
 	}
-	sess, st, err := h.b.InitializeAs(owner(p), nil, msgs[0], false)
+	sess, st, err := h.b.InitializeAs(r.Context(), owner(p), nil, msgs[0], false)
 	if err != nil {
 		release()
 		failed()
