@@ -23,7 +23,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, st, err := br.Initialize("", msgs[0], false)
+	s, st, err := br.Initialize(context.Background(), "", msgs[0], false)
 	if err != nil {
 		b.Fatal(err)
 	}

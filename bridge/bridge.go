@@ -32,6 +32,10 @@ const (
 	DefaultEventLogEvents = 4096
 	DefaultEventLogBytes  = 4 << 20
 	DefaultSpawnQueue     = 64
+	// DefaultRequestTimeout and DefaultInitTimeout bound the child's
+	// answers (Config.RequestTimeout, InitTimeout).
+	DefaultRequestTimeout = 5 * time.Minute
+	DefaultInitTimeout    = 30 * time.Second
 	// spawnConcurrency is how many processes start at once.
 	spawnConcurrency = 8
 )
@@ -78,6 +82,22 @@ type Config struct {
 	// IdleTimeout ends a session with no request in flight, no open stream
 	// and no traffic for this long. Default 30 min; negative disables.
 	IdleTimeout time.Duration
+	// RequestTimeout bounds the wait for the child's answer to a request.
+	// When it runs out the client gets a JSON-RPC error
+	// (CodeRequestTimeout), the child gets notifications/cancelled with
+	// its own id for the request, and a late answer is dropped. A
+	// request in flight keeps its session from idling, so this also
+	// bounds how long a hung request keeps a session and its child alive.
+	// Default 5 min; negative disables (as for the other durations, the
+	// zero value is the default).
+	RequestTimeout time.Duration
+	// InitTimeout bounds the wait for the child's answer to initialize: a
+	// client's, or the bridge's own (stateless mode, a restarted shared
+	// child). When it runs out the client gets CodeRequestTimeout, its
+	// session ends, and the child is stopped; a shared one is restarted as
+	// after a crash, and the sessions waiting for it get the error.
+	// Default 30 s; negative disables.
+	InitTimeout time.Duration
 	// QueueLimit bounds the messages a session holds while no stream is
 	// open to take them. Default 1024. Over it, messages are dropped,
 	// logged and counted.
@@ -113,8 +133,13 @@ type Stats struct {
 	ChildrenShutdown  atomic.Int64 // stopped because the bridge shut down
 	ChildrenCrashed   atomic.Int64 // exited before the bridge asked them to
 	ChildrenRestarted atomic.Int64 // shared children restarted after a crash
-	StreamsCut        atomic.Int64 // connections dropped because their client fell behind
-	EventsEvicted     atomic.Int64 // events aged out of sessions' logs
+	// ChildrenUnresponsive: stopped because they could no longer answer
+	// (stdout closed while running, or no answer to initialize in time).
+	ChildrenUnresponsive atomic.Int64
+	StreamsCut           atomic.Int64 // connections dropped because their client fell behind
+	EventsEvicted        atomic.Int64 // events aged out of sessions' logs
+	RequestsTimedOut     atomic.Int64 // requests the child did not answer in time (RequestTimeout, InitTimeout)
+	LateProgress         atomic.Int64 // progress notifications after their request was over, dropped
 }
 
 // Bridge holds the live sessions.
@@ -158,6 +183,12 @@ func New(cfg Config) (*Bridge, error) {
 	}
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.InitTimeout == 0 {
+		cfg.InitTimeout = DefaultInitTimeout
 	}
 	if cfg.QueueLimit <= 0 {
 		cfg.QueueLimit = DefaultQueueLimit
@@ -231,16 +262,17 @@ type Owner struct {
 // authenticated principal's key; "" without authentication), which is
 // also the name Snapshot shows: only Session with the same owner finds
 // it. The returned Stream carries the InitializeResult; jsonOnly as in
-// Session.Send.
-func (b *Bridge) Initialize(owner string, msg Message, jsonOnly bool) (*Session, *Stream, error) {
-	return b.InitializeAs(Owner{Key: owner, Name: owner}, nil, msg, jsonOnly)
+// Session.Send. ctx is the client's request: a wait for a process slot
+// or for a shared child's initialization ends when it does.
+func (b *Bridge) Initialize(ctx context.Context, owner string, msg Message, jsonOnly bool) (*Session, *Stream, error) {
+	return b.InitializeAs(ctx, Owner{Key: owner, Name: owner}, nil, msg, jsonOnly)
 }
 
 // InitializeAs is Initialize for an owner with a name of its own, whose
 // child gets env added to its environment ("K=V"; from the owner's
 // allow-listed claims). In per-identity mode the owner's child is started
 // with it; in per-session mode each of the owner's children is.
-func (b *Bridge) InitializeAs(owner Owner, env []string, msg Message, jsonOnly bool) (*Session, *Stream, error) {
+func (b *Bridge) InitializeAs(ctx context.Context, owner Owner, env []string, msg Message, jsonOnly bool) (*Session, *Stream, error) {
 	if msg.Kind != Request || msg.Method != MethodInitialize {
 		return nil, nil, invalid(CodeInvalidRequest, "Invalid Request: a session starts with an initialize request", msg.ID())
 	}
@@ -277,10 +309,9 @@ func (b *Bridge) InitializeAs(owner Owner, env []string, msg Message, jsonOnly b
 		}
 		if err != nil {
 			release()
-			err.ID = msg.ID()
-			return nil, nil, err
+			return nil, nil, withID(err, msg.ID())
 		}
-		st, jerr := b.joinShared(s, u, msg, jsonOnly)
+		st, jerr := b.joinShared(ctx, s, u, msg, jsonOnly)
 		if jerr != nil {
 			release()
 			return nil, nil, jerr
@@ -292,10 +323,9 @@ func (b *Bridge) InitializeAs(owner Owner, env []string, msg Message, jsonOnly b
 		}
 		return s, st, nil
 	}
-	if err := b.attachChild(s, env); err != nil {
+	if err := b.attachChild(ctx, s, env); err != nil {
 		release()
-		err.ID = msg.ID()
-		return nil, nil, err
+		return nil, nil, withID(err, msg.ID())
 	}
 	b.stats.SessionsCreated.Add(1)
 	if !b.markReady(s) {
@@ -312,7 +342,7 @@ func (b *Bridge) InitializeAs(owner Owner, env []string, msg Message, jsonOnly b
 
 // attachChild gives s a child of its own: a waiting one from the pool if
 // there is one, else a new one, within MaxChildren and the spawn queue.
-func (b *Bridge) attachChild(s *Session, env []string) *Error {
+func (b *Bridge) attachChild(ctx context.Context, s *Session, env []string) *Error {
 	for len(env) == 0 { // a waiting child has no owner's variables
 
 		var u *upstream
@@ -346,8 +376,16 @@ func (b *Bridge) attachChild(s *Session, env []string) *Error {
 		b.spawnWaiting.Add(-1)
 		return &Error{Kind: KindUnavailable, Code: CodeInternalError, Message: "too many sessions waiting for an MCP server process to start; try again shortly"}
 	}
-	b.spawnSem <- struct{}{}
-	b.spawnWaiting.Add(-1)
+	select {
+	case b.spawnSem <- struct{}{}:
+		b.spawnWaiting.Add(-1)
+	case <-ctx.Done():
+		b.spawnWaiting.Add(-1)
+		return errClientGone
+	case <-b.stopJan:
+		b.spawnWaiting.Add(-1)
+		return ErrClosing
+	}
 	defer func() { <-b.spawnSem }()
 	u := newUpstream(b, false)
 	u.env = env
@@ -391,37 +429,44 @@ func (b *Bridge) refill() {
 // joinShared puts s on the shared child, starting it on first use. The
 // first session's initialize goes to the child; later sessions are
 // answered from its InitializeResult, with their own protocol version
-// where the child's allows it.
-func (b *Bridge) joinShared(s *Session, u *upstream, msg Message, jsonOnly bool) (*Stream, error) {
+// where the child's allows it, once it is known (waitInit).
+func (b *Bridge) joinShared(ctx context.Context, s *Session, u *upstream, msg Message, jsonOnly bool) (*Stream, error) {
 	s.up = u
 	u.mu.Lock()
 	if u.dead || u.stopping {
 		u.mu.Unlock()
 		return nil, &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the shared MCP server keeps crashing or is stopping; try again shortly", ID: msg.ID()}
 	}
-	u.sessions[s] = true
 	if u.initParams == nil {
+		if u.child == nil {
+			u.mu.Unlock()
+			return nil, withID(errRestarting, msg.ID())
+		}
+		u.sessions[s] = true
 		u.initParams = bytes.Clone(msg.f.params.of(msg.Raw))
 		u.mu.Unlock()
 		st, err := s.send([]Message{msg}, true, jsonOnly)
 		if err != nil {
+			u.mu.Lock()
+			if u.initResult == nil {
+				u.initParams = nil // nothing was sent: the next session initializes
+			}
+			u.mu.Unlock()
 			s.end()
 		}
 		return st, err
 	}
-	wait := u.initWait
+	u.sessions[s] = true
+	g := u.gate
 	u.mu.Unlock()
-	select {
-	case <-wait:
-	case <-b.stopJan:
+	if err := b.waitInit(ctx, g, s.done); err != nil {
 		s.end()
-		return nil, ErrClosing
+		return nil, withID(err, msg.ID())
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.initResult == nil {
-		delete(u.sessions, s)
-		return nil, &Error{Kind: KindInternal, Code: CodeInternalError, Message: "the MCP server did not initialize", ID: msg.ID()}
+	if s.closed {
+		return nil, withID(errSessionEnded, msg.ID())
 	}
 	s.version = sharedVersion(msg, u.initResult)
 	st := newStream(s, false, 1, jsonOnly)
@@ -431,6 +476,39 @@ func (b *Bridge) joinShared(s *Session, u *upstream, msg Message, jsonOnly bool)
 	s.log.Info("session initialized", "protocol_version", s.version, "shared", true)
 	return st, nil
 }
+
+// waitInit waits for the outcome of a shared child's initialization (g).
+// It ends, with an error, when initialization fails (the child refused,
+// died or timed out), the session ends (ended; nil for none), the client
+// leaves (ctx), the bridge shuts down, or InitTimeout runs out.
+func (b *Bridge) waitInit(ctx context.Context, g *initGate, ended <-chan struct{}) *Error {
+	var deadline <-chan time.Time
+	if d := b.cfg.InitTimeout; d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		deadline = t.C
+	}
+	select {
+	case <-g.done:
+		return g.err // written before done was closed
+	case <-ended:
+		return errSessionEnded
+	case <-ctx.Done():
+		return errClientGone
+	case <-b.stopJan:
+		return ErrClosing
+	case <-deadline:
+		return &Error{Kind: KindUnavailable, Code: CodeRequestTimeout,
+			Message: fmt.Sprintf("the MCP server did not initialize within %v (--init-timeout)", b.cfg.InitTimeout)}
+	}
+}
+
+// Errors of waits that end without an outcome.
+var (
+	errClientGone   = &Error{Kind: KindUnavailable, Code: CodeInternalError, Message: "the client went away before the MCP server was ready"}
+	errSessionEnded = &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the session ended before the MCP server initialized; try again shortly"}
+	errRestarting   = &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the MCP server is restarting; try again shortly"}
+)
 
 // sharedUpstream returns the shared child, starting it on first use.
 func (b *Bridge) sharedUpstream() (*upstream, *Error) {
@@ -491,8 +569,9 @@ const statelessParams = `{"protocolVersion":"2025-11-25","capabilities":{},"clie
 // the shared child, initialized by the bridge itself, and is not
 // registered (it has no id a client could name). End it with Close when
 // the request is answered. For an initialize request it also returns the
-// answer, from the cached InitializeResult.
-func (b *Bridge) Stateless(msg *Message) (*Session, []byte, error) {
+// answer, from the cached InitializeResult. ctx is the client's request:
+// the wait for the child's initialization ends when it does.
+func (b *Bridge) Stateless(ctx context.Context, msg *Message) (*Session, []byte, error) {
 	u, err := b.sharedUpstream()
 	if err != nil {
 		return nil, nil, err
@@ -500,23 +579,24 @@ func (b *Bridge) Stateless(msg *Message) (*Session, []byte, error) {
 	u.mu.Lock()
 	if u.dead {
 		u.mu.Unlock()
-		return nil, nil, &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the shared MCP server keeps crashing; the bridge stopped restarting it"}
+		return nil, nil, ErrSharedDown
 	}
 	if u.initParams == nil {
-		u.initParams = []byte(statelessParams)
-		line := u.ownRequestLocked(MethodInitialize, u.initParams)
-		u.calls[u.nextID].init = true
 		child := u.child
+		if child == nil {
+			u.mu.Unlock()
+			return nil, nil, errRestarting
+		}
+		u.initParams = []byte(statelessParams)
+		line := u.ownRequestLocked(MethodInitialize, u.initParams, &call{init: true})
 		u.mu.Unlock()
 		u.write(child, [][]byte{line})
 		u.mu.Lock()
 	}
-	wait := u.initWait
+	g := u.gate
 	u.mu.Unlock()
-	select {
-	case <-wait:
-	case <-b.stopJan:
-		return nil, nil, ErrClosing
+	if err := b.waitInit(ctx, g, nil); err != nil {
+		return nil, nil, err
 	}
 	id, _ := newSessionID()
 	s := newSession(b, id)
@@ -524,9 +604,6 @@ func (b *Bridge) Stateless(msg *Message) (*Session, []byte, error) {
 	s.stateless = true
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.initResult == nil {
-		return nil, nil, &Error{Kind: KindInternal, Code: CodeInternalError, Message: "the MCP server did not initialize"}
-	}
 	var answer []byte
 	if msg != nil && msg.Method == MethodInitialize {
 		s.version = sharedVersion(*msg, u.initResult)

@@ -46,6 +46,10 @@ const (
 	// CodeEventsGone: a Last-Event-ID whose following events have aged
 	// out of the session's event log; resuming would leave a gap.
 	CodeEventsGone = -32006
+	// CodeRequestTimeout: the child did not answer the request within
+	// Config.RequestTimeout (initialize: InitTimeout). The child was sent
+	// notifications/cancelled for it (initialize: it was stopped).
+	CodeRequestTimeout = -32007
 )
 
 // Error is the bridge's error type: a Kind for the transport, a message the
@@ -83,6 +87,14 @@ var (
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
 	return ok && t.Kind == e.Kind && t.Message == e.Message
+}
+
+// withID is a copy of e answering the request id: sentinels are shared
+// and never changed.
+func withID(e *Error, id json.RawMessage) *Error {
+	c := *e
+	c.ID = id
+	return &c
 }
 
 func invalid(code int, msg string, id json.RawMessage) *Error {

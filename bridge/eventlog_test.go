@@ -50,7 +50,7 @@ func logSession(t *testing.T, b *Bridge, version string) *Session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, st, err := b.Initialize("", msgs[0], false)
+	s, st, err := b.Initialize(t.Context(), "", msgs[0], false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -347,7 +347,7 @@ func (s *Session) cancelLocked(m *Message) []byte {
 	// "The sender of the cancellation notification SHOULD ignore any
 	// response to the request that arrives afterward": the call is
 	// settled now, and its stream ends without a response.
-	delete(s.up.calls, childID)
+	s.up.settleLocked(childID)
 	s.doneLocked(c)
 	s.answerLocked(c, nil)
 	newParams := splice(p, rs, strconv.AppendInt(nil, childID, 10))
@@ -407,7 +407,7 @@ func (s *Session) OpenStream() (*Stream, error) {
 			gone := old.gone
 			old.mu.Unlock()
 			s.up.mu.Unlock()
-			if try > 0 || gone == nil || !waitGone(gone) {
+			if try > 0 || gone == nil || !waitGone(gone, s.done) {
 				return nil, ErrStreamConflict
 			}
 			continue
@@ -422,12 +422,15 @@ func (s *Session) OpenStream() (*Stream, error) {
 }
 
 // waitGone waits up to resumeWait for a stream's client to let go and
-// reports whether it did.
-func waitGone(gone <-chan struct{}) bool {
+// reports whether it did; it gives up at once when the session ends
+// (ended), and the caller finds it closed.
+func waitGone(gone, ended <-chan struct{}) bool {
 	t := time.NewTimer(resumeWait)
 	defer t.Stop()
 	select {
 	case <-gone:
+		return true
+	case <-ended:
 		return true
 	case <-t.C:
 		return false
@@ -499,7 +502,7 @@ func (s *Session) Resume(lastEventID string) (*Stream, error) {
 			if try > 0 {
 				return nil, &Error{Kind: KindConflict, Code: CodeInvalidRequest, Message: "the stream of this Last-Event-ID is being read by another connection"}
 			}
-			waitGone(gone)
+			waitGone(gone, s.done)
 			continue
 		}
 		if st.get && s.get != nil {
@@ -710,13 +713,13 @@ func (s *Session) end() {
 				if len(u.subs[uri]) == 0 {
 					delete(u.subs, uri)
 					p, _ := json.Marshal(map[string]string{"uri": uri})
-					lines = append(lines, u.ownRequestLocked("resources/unsubscribe", p))
+					lines = append(lines, u.ownRequestLocked("resources/unsubscribe", p, nil))
 				}
 			}
 			if lvl := u.childLevelLocked(); lvl != u.level && s.logLevel >= 0 {
 				u.level = lvl
 				p, _ := json.Marshal(map[string]string{"level": lvl})
-				lines = append(lines, u.ownRequestLocked("logging/setLevel", p))
+				lines = append(lines, u.ownRequestLocked("logging/setLevel", p, nil))
 			}
 			for id, sess := range u.serverReqs {
 				if sess == s {

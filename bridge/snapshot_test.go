@@ -17,7 +17,7 @@ func TestSnapshot(t *testing.T) {
 	}
 	t.Cleanup(func() { br.Close(context.Background()) })
 	msgs, _, _ := bridge.ParseBody([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-	s, st, err := br.Initialize("ALICE", msgs[0], false)
+	s, st, err := br.Initialize(t.Context(), "ALICE", msgs[0], false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestSnapshotFor(t *testing.T) {
 			msgs, _, _ := bridge.ParseBody([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
 			ids := map[string]string{}
 			for _, o := range []bridge.Owner{{Key: "key-a", Name: "Alice"}, {Key: "key-b", Name: "Bob"}} {
-				s, st, err := br.InitializeAs(o, nil, msgs[0], false)
+				s, st, err := br.InitializeAs(t.Context(), o, nil, msgs[0], false)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -38,12 +38,16 @@ type upstream struct {
 	sessions   map[*Session]bool
 	serverReqs map[string]*Session // requests of the child's, routed to a session, by raw id
 	stopping   bool                // the bridge stops the child: no restart
+	// unresponsive is the child the bridge is stopping because it can no
+	// longer answer (its stdout closed, or initialize timed out): its exit
+	// is counted as such, and a shared one is restarted as after a crash.
+	unresponsive *stdio.Child
 
 	// Shared mode only.
-	initParams []byte        // the first initialize's params, to re-initialize after a restart
-	initResult []byte        // the child's InitializeResult
-	initWait   chan struct{} // closed once initResult is known or initialize failed
-	initSent   bool          // notifications/initialized reached the child
+	initParams []byte    // the first initialize's params, to re-initialize after a restart
+	initResult []byte    // the child's InitializeResult
+	gate       *initGate // the outcome of initializing it, for sessions that wait for it
+	initSent   bool      // notifications/initialized reached the child
 	subs       map[string]map[*Session]bool
 	level      string // log level set on the child
 	crashes    []time.Time
@@ -58,10 +62,46 @@ type call struct {
 	clientID []byte   // byte for byte as the client sent it
 	token    []byte   // the client's progress token, if any
 	st       *Stream
-	init     bool // an initialize request
+	init     bool   // an initialize request
+	method   string // for the log
 	// answered hears the outcome of a request of the bridge's own that
-	// someone waits for (a readiness ping); capacity 1.
+	// someone waits for (a readiness ping, a restarted child's
+	// initialize); capacity 1.
 	answered chan error
+	timer    *time.Timer // its deadline (trackLocked); nil without one
+}
+
+// initGate is the outcome of initializing a shared child, which the
+// sessions that join before its InitializeResult is known wait for. A
+// gate is for one child: the one its initialize goes to, or (child nil)
+// the next one started. Its fields are guarded by the upstream's mutex;
+// err is read once done is closed.
+type initGate struct {
+	done  chan struct{} // closed once the outcome is known
+	err   *Error        // why initialization failed; nil: it succeeded
+	child *stdio.Child
+}
+
+func newGate(child *stdio.Child) *initGate {
+	return &initGate{done: make(chan struct{}), child: child}
+}
+
+func (g *initGate) decided() bool {
+	select {
+	case <-g.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// settle decides the gate (err nil: initialized); only the first call
+// counts. Called with the upstream's mutex held.
+func (g *initGate) settle(err *Error) {
+	if !g.decided() {
+		g.err = err
+		close(g.done)
+	}
 }
 
 // Restart policy of a shared child.
@@ -80,7 +120,7 @@ func newUpstream(b *Bridge, shared bool) *upstream {
 		sessions:   make(map[*Session]bool),
 		serverReqs: make(map[string]*Session),
 		subs:       make(map[string]map[*Session]bool),
-		initWait:   make(chan struct{}),
+		gate:       newGate(nil),
 	}
 	u.logp.Store(b.log)
 	return u
@@ -119,16 +159,34 @@ func (u *upstream) startWith(log *slog.Logger, prepare func(*stdio.Child) error)
 	}
 	u.b.stats.ChildrenSpawned.Add(1)
 	u.b.children.Add(1)
+	u.mu.Lock()
+	if g := u.gate; g.child == nil && !g.decided() {
+		// The initialization waited for is this child's; bound before
+		// watch can see it die.
+		g.child = child
+	}
+	u.mu.Unlock()
 	go func() { defer u.b.wg.Done(); u.watch(child) }()
 	if prepare != nil {
 		if err := prepare(child); err != nil {
+			if e, ok := errors.AsType[*Error](err); ok && e.Code == CodeRequestTimeout {
+				u.mu.Lock()
+				u.unresponsive = child // it did not answer initialize
+				u.mu.Unlock()
+			}
 			child.Kill() // watch sees it go, and the restart policy applies
 			return err
 		}
 	}
 	u.mu.Lock()
-	u.child = child
-	u.started = u.b.cfg.Now()
+	select {
+	case <-child.Done():
+		// It died while being prepared and watch has dealt with it: a dead
+		// child published now would take requests nobody fails.
+	default:
+		u.child = child
+		u.started = u.b.cfg.Now()
+	}
 	u.mu.Unlock()
 	log.Info("child started", "child_pid", child.Pid(), "command", u.b.cfg.Command[0])
 	return nil
@@ -140,7 +198,8 @@ func (u *upstream) startWith(log *slog.Logger, prepare func(*stdio.Child) error)
 func (u *upstream) register(c *call, m *Message) []byte {
 	u.nextID++
 	id := u.nextID
-	u.calls[id] = c
+	c.method = m.Method
+	u.trackLocked(id, c)
 	idBytes := strconv.AppendInt(nil, id, 10)
 	out := splice(m.Raw, m.f.id, idBytes)
 	if tok := progressToken(m.Raw, m.f.params); tok != nil {
@@ -214,7 +273,8 @@ func (u *upstream) fromChild(line []byte, owned bool) {
 		id, err := strconv.ParseInt(string(tok.of(params)), 10, 64)
 		c := u.calls[id]
 		if err != nil || c == nil || c.sess == nil {
-			return // progress for a request that is over: "MUST stop"
+			u.droppedProgressLocked(id, err == nil && c == nil)
+			return
 		}
 		at := span{f.params.start + tok.start, f.params.start + tok.end} // the token, in line
 		msg := replace(line, at, c.token, owned)
@@ -265,6 +325,20 @@ func (u *upstream) fromChild(line []byte, owned bool) {
 	u.sharedNotificationLocked(method, params, f, line, msg, isRequest)
 }
 
+// droppedProgressLocked accounts for a progress notification that goes
+// nowhere. "Progress notifications MUST stop after completion": one for a
+// request that is over (answered, cancelled, timed out) breaks that rule,
+// and is dropped, logged and counted; one with a token the bridge never
+// gave out is dropped and logged.
+func (u *upstream) droppedProgressLocked(id int64, over bool) {
+	if over && id > 0 && id <= u.nextID {
+		u.b.stats.LateProgress.Add(1)
+		u.logger().Debug("dropped a progress notification that came after its request was over", "child_id", id)
+		return
+	}
+	u.logger().Debug("dropped a progress notification for no request of a client", "child_id", id)
+}
+
 // sharedNotificationLocked routes what a shared child sends that relates
 // to no single request: by subscription, by log level, to everyone for
 // list changes, and nowhere it cannot be attributed.
@@ -306,7 +380,7 @@ func (u *upstream) sharedNotificationLocked(method string, params []byte, f fiel
 
 func (u *upstream) responseLocked(line []byte, f fields, owned bool) {
 	id, err := strconv.ParseInt(string(f.id.of(line)), 10, 64)
-	c := u.calls[id]
+	c := u.settleLocked(id)
 	if err != nil || c == nil {
 		if err == nil && id > 0 && id <= u.nextID {
 			// A late answer to a request that was cancelled or whose
@@ -318,13 +392,16 @@ func (u *upstream) responseLocked(line []byte, f fields, owned bool) {
 		u.logger().Warn("child answered an id nobody asked; dropped it", "id", string(f.id.of(line)))
 		return
 	}
-	delete(u.calls, id)
 	if c.init {
 		u.initializedLocked(c, line, f)
 	}
 	if c.sess == nil {
 		if c.answered != nil {
-			c.answered <- nil
+			var err error
+			if c.init && f.error.ok() {
+				err = fmt.Errorf("the MCP server refused initialize: %s", f.error.of(line))
+			}
+			c.answered <- err
 		}
 		if f.error.ok() {
 			u.logger().Warn("the MCP server refused a request of the bridge's", "error", string(f.error.of(line)))
@@ -339,7 +416,8 @@ func (u *upstream) responseLocked(line []byte, f fields, owned bool) {
 	c.sess.answerLocked(c, replace(line, f.id, c.clientID, owned))
 }
 
-// initializedLocked records what the InitializeResult negotiated.
+// initializedLocked records what an InitializeResult negotiated and, on a
+// shared child, settles its initialization for the sessions waiting.
 func (u *upstream) initializedLocked(c *call, line []byte, f fields) {
 	var r struct {
 		ProtocolVersion string `json:"protocolVersion"`
@@ -351,25 +429,61 @@ func (u *upstream) initializedLocked(c *call, line []byte, f fields) {
 		c.sess.version = r.ProtocolVersion
 		c.sess.log.Info("session initialized", "protocol_version", r.ProtocolVersion)
 	}
-	if u.shared && u.initResult == nil {
-		if f.result.ok() {
-			u.initResult = bytes.Clone(f.result.of(line))
-		}
-		if c.sess == nil && u.initResult != nil && !u.initSent {
-			// The bridge initialized the child itself (stateless HTTP):
-			// initialized goes out before anyone waiting may send.
-			u.initSent = true
-			child, wait := u.child, u.initWait
-			go func() {
-				if child != nil {
-					u.write(child, [][]byte{[]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)})
-				}
-				close(wait)
-			}()
-		} else {
-			close(u.initWait)
-		}
+	if !u.shared || u.initResult != nil {
+		return
 	}
+	if !f.result.ok() {
+		// The child refused these parameters and lives on: the next
+		// session's initialize is tried with its own.
+		u.initParams = nil
+		u.initFailedLocked(u.child, &Error{Kind: KindUnavailable, Code: CodeInternalError,
+			Message: "the MCP server refused to initialize: " + string(f.error.of(line))}, true)
+		return
+	}
+	u.initResult = bytes.Clone(f.result.of(line))
+	switch {
+	case c.answered != nil:
+		// A restarted child's re-initialization: restart opens the gate
+		// once the child takes requests.
+	case c.sess == nil:
+		// The bridge initialized the child itself (stateless HTTP):
+		// initialized goes out before anyone waiting may send.
+		u.initSent = true
+		child, g := u.child, u.gate
+		go func() {
+			if child != nil {
+				u.write(child, [][]byte{[]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)})
+			}
+			u.mu.Lock()
+			g.settle(nil)
+			u.mu.Unlock()
+		}()
+	default:
+		u.gate.settle(nil)
+	}
+}
+
+// initFailedLocked records that initializing child failed with err: the
+// sessions waiting for it get err. Unless the child is down for good
+// (downLocked), the next initialization gets a gate of its own: of the
+// same child when it lives on (again), else of the next child started.
+func (u *upstream) initFailedLocked(child *stdio.Child, err *Error, again bool) {
+	g := u.gate
+	if u.initResult != nil || g.child != child || g.decided() {
+		return
+	}
+	g.settle(err)
+	next := child
+	if !again {
+		next = nil
+	}
+	u.gate = newGate(next)
+}
+
+// downLocked: the shared child will not be started again (crash-loop
+// breaker, bridge shutdown); sessions waiting for it get err.
+func (u *upstream) downLocked(err *Error) {
+	u.gate.settle(err) // nothing if it was decided
 }
 
 // oversize fails the request whose response was over the line cap.
@@ -379,13 +493,18 @@ func (u *upstream) oversize(o stdio.Oversize) {
 	childID, err := strconv.ParseInt(string(id), 10, 64)
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	c := u.calls[childID]
-	if id == nil || err != nil || c == nil {
+	var c *call
+	if id != nil && err == nil {
+		c = u.settleLocked(childID)
+	}
+	if c == nil {
 		u.logger().Warn("dropped an oversize message from the child that answers no request", "bytes", o.Size)
 		return
 	}
-	delete(u.calls, childID)
 	if c.sess == nil {
+		if c.answered != nil {
+			c.answered <- fmt.Errorf("the MCP server's answer (%d bytes) is over the message size limit", o.Size)
+		}
 		return
 	}
 	c.sess.doneLocked(c)
@@ -397,39 +516,38 @@ func (u *upstream) oversize(o stdio.Oversize) {
 // with the exit status and the last lines of stderr. In per-session mode
 // the session ends with it; a shared child is restarted.
 func (u *upstream) watch(child *stdio.Child) {
-	<-child.Done()
+	u.waitExit(child)
 	u.b.children.Add(-1)
 	err := child.Err()
 	tail := child.StderrTail()
 	status := exitStatus(err)
 
 	u.mu.Lock()
-	u.child = nil
-	stopping := u.stopping
-	exited := u.exitCounterLocked()
-	for id, c := range u.calls {
-		delete(u.calls, id)
-		if c.sess == nil {
-			if c.answered != nil {
-				c.answered <- fmt.Errorf("the MCP server exited (%s)", status)
-			}
-			continue
-		}
-		c.sess.doneLocked(c)
-		reason := c.sess.endReason
-		if reason == "" {
-			reason = "the MCP server process exited (" + status + ")"
-		}
-		data := map[string]any{"exitStatus": status}
-		if len(tail) > 0 {
-			data["stderr"] = strings.Join(tail, "\n")
-		}
-		c.sess.answerLocked(c, errorResponse(c.clientID, CodeChildExited, reason, data))
+	if u.child == child {
+		u.child = nil
 	}
-	clear(u.serverReqs)
+	stopping := u.stopping
+	unresponsive := u.unresponsive == child
+	exited := u.exitCounterLocked()
+	data := map[string]any{"exitStatus": status}
+	if len(tail) > 0 {
+		data["stderr"] = strings.Join(tail, "\n")
+	}
+	ending := u.failAllLocked("the MCP server process exited ("+status+")", data)
+	if u.shared {
+		u.initFailedLocked(child, &Error{Kind: KindUnavailable, Code: CodeChildExited,
+			Message: "the MCP server exited (" + status + ") before it initialized; try again shortly"}, false)
+	}
 	restart := u.shared && !stopping && u.breakerLocked()
-	var ending []*Session
 	if !restart {
+		if u.shared {
+			down := ErrSharedDown
+			if stopping {
+				down = ErrClosing
+			}
+			u.downLocked(down)
+		}
+		ending = ending[:0]
 		for s := range u.sessions {
 			if s.endReason == "" {
 				s.endReason = "the MCP server process exited (" + status + ")"
@@ -440,6 +558,9 @@ func (u *upstream) watch(child *stdio.Child) {
 	u.mu.Unlock()
 
 	switch {
+	case unresponsive:
+		u.b.stats.ChildrenUnresponsive.Add(1)
+		u.logger().Info("child stopped: it could no longer answer", "child_pid", child.Pid(), "child_exit", status, "restart", restart)
 	case stopping:
 		u.b.stats.ChildrenExitedOK.Add(1)
 		exited.Add(1)
@@ -460,6 +581,212 @@ func (u *upstream) watch(child *stdio.Child) {
 	if restart {
 		u.restart()
 	}
+}
+
+// waitExit waits for the child to exit. One that closes its stdout and
+// runs on can never answer again: it is stopped (stdoutClosed). Stdout
+// also ends just before an exiting child is reaped, so the exit is given
+// the stop grace to show first.
+func (u *upstream) waitExit(child *stdio.Child) {
+	select {
+	case <-child.Done():
+		return
+	case <-child.StdoutClosed():
+	}
+	grace := u.b.cfg.StopGrace
+	if grace <= 0 {
+		grace = stdio.DefaultStopGrace
+	}
+	t := time.NewTimer(grace)
+	select {
+	case <-child.Done():
+		t.Stop()
+		return
+	case <-t.C:
+	}
+	u.stdoutClosed(child)
+	<-child.Done()
+}
+
+// stdoutClosed handles a child that closed its stdout and runs on: it can
+// no longer answer. Every request in flight fails now with -32005 and the
+// last lines of its stderr, and it is stopped with the grace sequence; a
+// shared child is then restarted as after a crash.
+func (u *upstream) stdoutClosed(child *stdio.Child) {
+	const reason = "the MCP server closed its stdout and can no longer answer"
+	tail := child.StderrTail()
+	u.logger().Warn("the MCP server closed its stdout but is still running; stopping it", "child_pid", child.Pid(), "stderr_tail", tail)
+	data := map[string]any{}
+	if len(tail) > 0 {
+		data["stderr"] = strings.Join(tail, "\n")
+	}
+	u.mu.Lock()
+	ending := u.failAllLocked(reason, data)
+	if u.shared {
+		u.initFailedLocked(child, &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: reason + "; try again shortly"}, false)
+	}
+	u.mu.Unlock()
+	for _, s := range ending {
+		s.end()
+	}
+	u.stopUnresponsive(child, reason)
+}
+
+// failAllLocked fails every request in flight with -32005: with reason,
+// or the reason its session ended, and data. It returns the sessions of a
+// shared child whose initialize it failed: they end, as their clients
+// have no session.
+func (u *upstream) failAllLocked(reason string, data map[string]any) []*Session {
+	var initFailed []*Session
+	for id := range u.calls {
+		c := u.settleLocked(id)
+		if c.sess == nil {
+			if c.answered != nil {
+				c.answered <- errors.New(reason)
+			}
+			continue
+		}
+		c.sess.doneLocked(c)
+		r := c.sess.endReason
+		if r == "" {
+			r = reason
+		}
+		if c.init && u.shared {
+			c.sess.endReason = "its initialize failed: " + r
+			initFailed = append(initFailed, c.sess)
+		}
+		c.sess.answerLocked(c, errorResponse(c.clientID, CodeChildExited, r, data))
+	}
+	clear(u.serverReqs)
+	return initFailed
+}
+
+// stopUnresponsive stops a child that can no longer serve, with the grace
+// sequence, and returns once it is reaped. In per-session mode its session
+// ends with reason; a shared child is restarted as after a crash (watch).
+func (u *upstream) stopUnresponsive(child *stdio.Child, reason string) {
+	u.mu.Lock()
+	u.unresponsive = child
+	if !u.shared {
+		for s := range u.sessions {
+			if s.endReason == "" {
+				s.endReason = reason
+			}
+		}
+	}
+	u.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*u.b.cfg.StopGrace+time.Second)
+	defer cancel()
+	if err := child.Stop(ctx); err != nil {
+		u.logger().Warn("child did not stop in time; killed its group", "err", err)
+		child.Kill()
+		<-child.Done()
+	}
+}
+
+// trackLocked puts c in flight under id with its deadline: --init-timeout
+// for initialize, --request-timeout for the rest (expire).
+func (u *upstream) trackLocked(id int64, c *call) {
+	u.calls[id] = c
+	d := u.b.cfg.RequestTimeout
+	if c.init {
+		d = u.b.cfg.InitTimeout
+	}
+	if d > 0 {
+		c.timer = time.AfterFunc(d, func() { u.expire(id, c, d) })
+	}
+}
+
+// settleLocked takes the request id out of flight (answered, cancelled,
+// failed) and returns it; nil if it is not in flight.
+func (u *upstream) settleLocked(id int64) *call {
+	c := u.calls[id]
+	if c == nil {
+		return nil
+	}
+	delete(u.calls, id)
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	return c
+}
+
+// expire settles a request the child did not answer within d: the child
+// gets notifications/cancelled for it, so its late answer is dropped, and
+// then the client a JSON-RPC error naming the flag (in that order, so a
+// client that asks the child next finds the cancel there before it). An
+// initialize is not cancelled ("MUST NOT be cancelled"): a child that does
+// not answer it cannot serve, so it is stopped (per-session: its session
+// ends; shared: the sessions waiting for it get the error, and it is
+// restarted as after a crash).
+func (u *upstream) expire(id int64, c *call, d time.Duration) {
+	u.mu.Lock()
+	if u.calls[id] != c {
+		u.mu.Unlock()
+		return // answered meanwhile
+	}
+	u.settleLocked(id)
+	child := u.child
+	u.mu.Unlock()
+	u.b.stats.RequestsTimedOut.Add(1)
+	flag := "--request-timeout"
+	if c.init {
+		flag = "--init-timeout"
+	}
+	msg := fmt.Sprintf("the MCP server did not answer %s within %v (%s)", c.method, d, flag)
+	log := u.logger()
+	if c.sess != nil {
+		log = c.sess.log
+	}
+	if c.init {
+		log.Warn("the MCP server did not answer initialize in time; stopping it", "child_id", id, "timeout", d)
+	} else {
+		log.Warn("the MCP server did not answer a request in time; cancelled it", "method", c.method, "child_id", id, "timeout", d)
+		if child != nil {
+			u.write(child, [][]byte{cancelNotification(id, msg)})
+		}
+	}
+
+	u.mu.Lock()
+	if c.sess != nil {
+		c.sess.doneLocked(c)
+		c.sess.touchLocked() // the session idles from now, not from its last message
+		if !c.sess.closed {
+			c.sess.answerLocked(c, errorResponse(c.clientID, CodeRequestTimeout, msg, nil))
+		}
+	} else if c.answered != nil {
+		c.answered <- &Error{Kind: KindUnavailable, Code: CodeRequestTimeout, Message: msg}
+	}
+	// A restart's own initialize (answered) fails the restart instead.
+	stop := c.init && c.answered == nil && child != nil && u.child == child && !u.stopping
+	if stop && u.shared {
+		u.initFailedLocked(child, &Error{Kind: KindUnavailable, Code: CodeRequestTimeout, Message: msg}, false)
+		if c.sess != nil && c.sess.endReason == "" {
+			c.sess.endReason = "its initialize failed: " + msg
+		}
+	}
+	u.mu.Unlock()
+	if !stop {
+		return
+	}
+	if c.sess != nil && u.shared {
+		c.sess.end() // its client has no session
+	}
+	u.stopUnresponsive(child, msg)
+}
+
+// cancelNotification is notifications/cancelled for the child's request id.
+func cancelNotification(id int64, reason string) []byte {
+	type params struct {
+		RequestID int64  `json:"requestId"`
+		Reason    string `json:"reason"`
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string `json:"jsonrpc"`
+		Method  string `json:"method"`
+		Params  params `json:"params"`
+	}{"2.0", methodCancelled, params{id, reason}})
+	return b
 }
 
 // breakerLocked records a crash and reports whether another restart is
@@ -495,6 +822,9 @@ func (u *upstream) restart() {
 	case <-t.C:
 	case <-u.b.stopJan:
 		t.Stop()
+		u.mu.Lock()
+		u.downLocked(ErrClosing)
+		u.mu.Unlock()
 		u.endAll()
 		return
 	}
@@ -505,10 +835,16 @@ func (u *upstream) restart() {
 	err := u.startWith(u.logger(), u.reinitialize)
 	switch {
 	case err == nil:
+		u.mu.Lock()
+		if u.initResult != nil && u.child != nil {
+			u.gate.settle(nil) // re-initialized, and now taking requests
+		}
+		u.mu.Unlock()
 	case errors.Is(err, errNotStarted):
 		u.logger().Error("cannot restart the shared MCP server", "err", err)
 		u.mu.Lock()
 		u.dead = true
+		u.downLocked(ErrSharedDown)
 		u.mu.Unlock()
 		u.endAll()
 	default:
@@ -521,41 +857,39 @@ var errNotStarted = errors.New("the MCP server process did not start")
 
 // reinitialize replays to a restarted shared child what the sessions on
 // it rely on: initialize with the first session's parameters (waiting for
-// its answer), initialized, the subscriptions and the log level.
+// its answer, within --init-timeout: expire), initialized, the
+// subscriptions and the log level.
 func (u *upstream) reinitialize(child *stdio.Child) error {
 	u.mu.Lock()
 	if u.initParams == nil {
 		u.mu.Unlock()
 		return nil
 	}
-	line := u.ownRequestLocked(MethodInitialize, u.initParams)
 	answered := make(chan error, 1)
-	u.calls[u.nextID].answered = answered
+	line := u.ownRequestLocked(MethodInitialize, u.initParams, &call{init: true, answered: answered})
 	u.mu.Unlock()
 	if err := child.Write(line); err != nil {
 		return err
 	}
-	t := time.NewTimer(reinitTimeout)
-	defer t.Stop()
+	// The child's death answers too (watch fails what is in flight).
 	select {
 	case err := <-answered:
 		if err != nil {
 			return err
 		}
-	case <-t.C:
-		return fmt.Errorf("no answer to initialize within %v", reinitTimeout)
 	case <-u.b.stopJan:
 		return ErrClosing
 	}
 	u.mu.Lock()
+	u.initSent = true
 	lines := [][]byte{[]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)}
 	for uri := range u.subs {
 		p, _ := json.Marshal(map[string]string{"uri": uri})
-		lines = append(lines, u.ownRequestLocked("resources/subscribe", p))
+		lines = append(lines, u.ownRequestLocked("resources/subscribe", p, nil))
 	}
 	if u.level != "" {
 		p, _ := json.Marshal(map[string]string{"level": u.level})
-		lines = append(lines, u.ownRequestLocked("logging/setLevel", p))
+		lines = append(lines, u.ownRequestLocked("logging/setLevel", p, nil))
 	}
 	u.mu.Unlock()
 	for _, l := range lines {
@@ -566,9 +900,6 @@ func (u *upstream) reinitialize(child *stdio.Child) error {
 	return nil
 }
 
-// reinitTimeout bounds a restarted child's answer to initialize.
-const reinitTimeout = 30 * time.Second
-
 // ping asks the child for a ping answer, as MCP allows at any time, and
 // waits up to timeout: whether the process is alive and reading.
 func (u *upstream) ping(timeout time.Duration) error {
@@ -578,10 +909,9 @@ func (u *upstream) ping(timeout time.Duration) error {
 		u.mu.Unlock()
 		return errors.New("the MCP server is restarting")
 	}
-	line := u.ownRequestLocked("ping", nil)
-	id := u.nextID
 	answered := make(chan error, 1)
-	u.calls[id].answered = answered
+	line := u.ownRequestLocked("ping", nil, &call{answered: answered})
+	id := u.nextID
 	u.mu.Unlock()
 	u.write(child, [][]byte{line})
 	t := time.NewTimer(timeout)
@@ -591,17 +921,26 @@ func (u *upstream) ping(timeout time.Duration) error {
 		return err
 	case <-t.C:
 		u.mu.Lock()
-		delete(u.calls, id)
+		u.settleLocked(id)
 		u.mu.Unlock()
 		return fmt.Errorf("the MCP server did not answer a ping within %v", timeout)
+	case <-u.b.stopJan:
+		u.mu.Lock()
+		u.settleLocked(id)
+		u.mu.Unlock()
+		return ErrClosing
 	}
 }
 
-// ownRequestLocked builds a request of the bridge's own; its answer is
-// dropped.
-func (u *upstream) ownRequestLocked(method string, params []byte) []byte {
+// ownRequestLocked builds a request of the bridge's own and puts c (nil: a
+// new call, whose answer is dropped) in flight for it.
+func (u *upstream) ownRequestLocked(method string, params []byte, c *call) []byte {
 	u.nextID++
-	u.calls[u.nextID] = &call{}
+	if c == nil {
+		c = &call{}
+	}
+	c.method = method
+	u.trackLocked(u.nextID, c)
 	b, _ := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      int64           `json:"id"`

@@ -470,7 +470,7 @@ func (l *legacy) initialize(w http.ResponseWriter, r *http.Request, c *legacyCon
 	}
 	// The same start as the Streamable endpoint's: the child gets the
 	// principal's --claim-env variables (ClaimEnv) here too.
-	sess, st, err := h.b.InitializeAs(owner(p), claimEnv(h.opts.ClaimEnv, p), msgs[0], false)
+	sess, st, err := h.b.InitializeAs(r.Context(), owner(p), claimEnv(h.opts.ClaimEnv, p), msgs[0], false)
 	if err != nil {
 		release()
 		failed()

@@ -120,7 +120,7 @@ func (h *mcpHandler) post(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		sess, st, err := h.b.InitializeAs(owner(p), claimEnv(h.opts.ClaimEnv, p), msgs[0], jsonOnly)
+		sess, st, err := h.b.InitializeAs(r.Context(), owner(p), claimEnv(h.opts.ClaimEnv, p), msgs[0], jsonOnly)
 		if err != nil {
 			release()
 			return err

@@ -432,7 +432,7 @@ var (
 	descChildrenFailed = prometheus.NewDesc("mcp_bridge_children_start_failures_total",
 		"MCP server processes that could not be started.", nil, nil)
 	descChildrenExited = prometheus.NewDesc("mcp_bridge_children_exited_total",
-		"MCP server processes that exited, by reason: deleted (the client ended the session), idle (the session expired), shutdown (the bridge stopped), crashed (exited on its own).",
+		"MCP server processes that exited, by reason: deleted (the client ended the session), idle (the session expired), shutdown (the bridge stopped), crashed (exited on its own), unresponsive (stopped because it could no longer answer: stdout closed, or no answer to initialize).",
 		[]string{"reason"}, nil)
 	descQueueDrops = prometheus.NewDesc("mcp_bridge_queue_drops_total",
 		"Server messages dropped because a session's queue was full while no stream was open.", nil, nil)
@@ -450,12 +450,16 @@ var (
 		"SSE connections dropped because their client fell so far behind that events it had not read aged out of the event log.", nil, nil)
 	descEventsEvicted = prometheus.NewDesc("mcp_bridge_events_evicted_total",
 		"SSE events aged out of sessions' event logs (--event-log-events, --event-log-bytes).", nil, nil)
+	descTimedOut = prometheus.NewDesc("mcp_bridge_requests_timed_out_total",
+		"Requests the MCP server did not answer in time (--request-timeout, --init-timeout), answered with an error by the bridge.", nil, nil)
+	descLateProgress = prometheus.NewDesc("mcp_bridge_late_progress_total",
+		"Progress notifications that came after their request was over (answered, cancelled or timed out), dropped.", nil, nil)
 )
 
 func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSessions, descSessionsCreated, descSessionsEnded,
 		descChildrenSpawned, descChildrenFailed, descChildrenExited, descQueueDrops, descOversize, descUnroutable,
-		descChildrenRestarted, descChildren, descWaiting, descStreamsCut, descEventsEvicted} {
+		descChildrenRestarted, descChildren, descWaiting, descStreamsCut, descEventsEvicted, descTimedOut, descLateProgress} {
 		ch <- d
 	}
 }
@@ -474,12 +478,15 @@ func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descChildrenExited, s.ChildrenIdle.Load(), "idle")
 	counter(descChildrenExited, s.ChildrenShutdown.Load(), "shutdown")
 	counter(descChildrenExited, s.ChildrenCrashed.Load(), "crashed")
+	counter(descChildrenExited, s.ChildrenUnresponsive.Load(), "unresponsive")
 	counter(descQueueDrops, s.QueueDrops.Load())
 	counter(descOversize, s.OversizeLines.Load())
 	counter(descUnroutable, s.UnroutableDrops.Load())
 	counter(descChildrenRestarted, s.ChildrenRestarted.Load())
 	counter(descStreamsCut, s.StreamsCut.Load())
 	counter(descEventsEvicted, s.EventsEvicted.Load())
+	counter(descTimedOut, s.RequestsTimedOut.Load())
+	counter(descLateProgress, s.LateProgress.Load())
 	ch <- prometheus.MustNewConstMetric(descChildren, prometheus.GaugeValue, float64(c.b.Children()))
 	ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(c.b.WaitingChildren()))
 }

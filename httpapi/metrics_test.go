@@ -245,6 +245,9 @@ func TestMetrics(t *testing.T) {
 		exited("crashed"):                                                1,
 		exited("idle"):                                                   0,
 		exited("shutdown"):                                               0,
+		exited("unresponsive"):                                           0,
+		"mcp_bridge_requests_timed_out_total":                            0,
+		"mcp_bridge_late_progress_total":                                 0,
 		"mcp_bridge_queue_drops_total":                                   0,
 		"mcp_bridge_oversize_lines_total":                                0,
 		"mcp_bridge_unroutable_responses_total":                          0,
@@ -291,6 +294,39 @@ func TestMetricsExitReasons(t *testing.T) {
 			t.Errorf("after Close: shutdown %v, deleted %v, sessions %v", got[exited("shutdown")], got[exited("deleted")], got["mcp_bridge_sessions"])
 		}
 	})
+}
+
+// TestMetricsTimeoutsAndLateProgress (issue 10, points 3, 4 and 13): a
+// call the server never answers counts as timed out, a server that closes
+// its stdout as an unresponsive exit, and progress after its answer as
+// late progress.
+func TestMetricsTimeoutsAndLateProgress(t *testing.T) {
+	// Longer than the stop grace (500 ms), which a child whose stdout
+	// closed has to show it is not simply exiting.
+	o := newOpsServer(t, bridge.Config{RequestTimeout: time.Second})
+	bg := context.Background()
+	a := o.session("2025-11-25")
+	for i, step := range []struct{ tool, want string }{
+		{"progress_after", `"ok"`},
+		{"echo", `"after"`}, // the child writes in order: the late progress is in before this
+		{"hang", "--request-timeout"},
+		{"close_stdout", "closed its stdout"},
+	} {
+		if resp, body := o.post(bg, a, "application/json", toolCall(i+1, step.tool, `{"message":"after"}`)); resp.StatusCode != 200 || !strings.Contains(body, step.want) {
+			t.Fatalf("%s: %d %s", step.tool, resp.StatusCode, body)
+		}
+	}
+	got := o.scrapeUntil("the unresponsive exit", func(m map[string]float64) bool { return m[exited("unresponsive")] == 1 })
+	for series, v := range map[string]float64{
+		"mcp_bridge_late_progress_total":      1,
+		"mcp_bridge_requests_timed_out_total": 1,
+		exited("crashed"):                     0,
+		"mcp_bridge_sessions":                 0,
+	} {
+		if got[series] != v {
+			t.Errorf("%s = %v, want %v", series, got[series], v)
+		}
+	}
 }
 
 // TestExchangeScan: the outcome of a POST's requests is read from the

@@ -24,7 +24,7 @@ func (h *mcpHandler) statelessPost(w http.ResponseWriter, r *http.Request) error
 		return &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest,
 			msg: "Invalid Request: initialize must not be part of a JSON-RPC batch"}
 	}
-	sess, answer, err := h.b.Stateless(&msgs[0])
+	sess, answer, err := h.b.Stateless(r.Context(), &msgs[0])
 	if err != nil {
 		return err
 	}

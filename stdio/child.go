@@ -121,6 +121,8 @@ type Child struct {
 	done     chan struct{} // closed when the child is reaped and stdout is read to its end
 	err      error         // how it ended; set before done closes
 
+	stdoutDone chan struct{} // closed when stdout is read to its end (StdoutClosed)
+
 	tailMu sync.Mutex
 	tail   []string // ring of the last stderr lines
 	next   int
@@ -211,11 +213,11 @@ func Start(opts Options) (*Child, error) {
 	}
 	c.log.Store(opts.Logger.With("child_pid", c.pid))
 
-	stdoutDone := make(chan struct{})
+	c.stdoutDone = make(chan struct{})
 	stderrDone := make(chan struct{})
-	go func() { defer close(stdoutDone); c.readStdout() }()
+	go func() { defer close(c.stdoutDone); c.readStdout() }()
 	go func() { defer close(stderrDone); c.drainStderr() }()
-	go c.supervise(stdoutDone, stderrDone)
+	go c.supervise(c.stdoutDone, stderrDone)
 	return c, nil
 }
 
@@ -231,6 +233,12 @@ func (c *Child) Pid() int { return c.pid }
 // Done is closed once the child has exited, has been reaped, and every line
 // it wrote to stdout has been handed to OnMessage.
 func (c *Child) Done() <-chan struct{} { return c.done }
+
+// StdoutClosed is closed once stdout has reached its end and every line
+// on it has been handed to OnMessage: the child can write nothing more.
+// That happens as the child exits (Done follows), or while it runs on
+// after closing its stdout; either way it can no longer answer.
+func (c *Child) StdoutClosed() <-chan struct{} { return c.stdoutDone }
 
 // Err says how the child ended: nil for exit status 0, else an
 // *exec.ExitError or the error that stopped it. Valid once Done is closed.

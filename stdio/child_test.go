@@ -778,3 +778,27 @@ func TestStartErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestStdoutClosed: a child that closes its stdout and runs on is seen at
+// once (StdoutClosed) while Done stays open until it is stopped.
+func TestStdoutClosed(t *testing.T) {
+	ctx := testContext(t)
+	p := startChild(t, stdio.Options{StopGrace: 200 * time.Millisecond})
+	p.call(1, "close_stdout", nil)
+	select {
+	case <-p.c.StdoutClosed():
+	case <-ctx.Done():
+		t.Fatal("StdoutClosed never closed")
+	}
+	select {
+	case <-p.c.Done():
+		t.Fatal("Done closed: the child reads stdin until it ends, so it is still running")
+	default:
+	}
+	if err := p.c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.c.Err(); err != nil {
+		t.Errorf("Err() = %v: the child exits 0 on stdin EOF", err)
+	}
+}

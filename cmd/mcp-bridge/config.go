@@ -56,6 +56,8 @@ type Config struct {
 	MaxMessageBytes int           `env:"MAX_MESSAGE_BYTES" envDefault:"16777216" flag:"max-message-bytes" help:"largest message accepted from the MCP server (one stdout line)"`
 	MaxSessions     int           `env:"MAX_SESSIONS" envDefault:"1000" flag:"max-sessions" help:"most live sessions, each with its own process (503 over it)"`
 	IdleTimeout     time.Duration `env:"IDLE_TIMEOUT" envDefault:"30m" flag:"idle-timeout" help:"end a session after this long without traffic, requests or open streams"`
+	RequestTimeout  time.Duration `env:"REQUEST_TIMEOUT" envDefault:"5m" flag:"request-timeout" help:"how long a request waits for the MCP server's answer; then the client gets JSON-RPC error -32007 and the server notifications/cancelled (0: no limit)"`
+	InitTimeout     time.Duration `env:"INIT_TIMEOUT" envDefault:"30s" flag:"init-timeout" help:"how long initialize waits for the MCP server's answer; then the client gets JSON-RPC error -32007, the session ends and the process is stopped (0: no limit)"`
 	QueueLimit      int           `env:"QUEUE_LIMIT" envDefault:"1024" flag:"queue-limit" help:"server messages a session holds while no stream is open"`
 	EventLogEvents  int           `env:"EVENT_LOG_EVENTS" envDefault:"4096" flag:"event-log-events" help:"SSE events a session keeps for clients that resume with Last-Event-ID, or that read slowly; older ones age out, and a reader whose unread events age out is disconnected"`
 	EventLogBytes   int           `env:"EVENT_LOG_BYTES" envDefault:"4194304" flag:"event-log-bytes" help:"bytes of SSE events a session keeps for resuming clients (the newest event is kept whatever its size); also caps the messages it holds while no stream is open"`
@@ -202,8 +204,13 @@ func (c *Config) validate() error {
 	if len(c.ClaimEnv) > 0 && (c.Mode == "shared" || c.Stateless) {
 		bad("ClaimEnv", "a shared process serves every principal: use --mode per-identity or per-session")
 	}
-	if c.SSEMaxDuration < 0 {
-		bad("SSEMaxDuration", "must not be negative")
+	for _, f := range []struct {
+		field string
+		d     time.Duration
+	}{{"SSEMaxDuration", c.SSEMaxDuration}, {"RequestTimeout", c.RequestTimeout}, {"InitTimeout", c.InitTimeout}} {
+		if f.d < 0 {
+			bad(f.field, "must not be negative (0 turns it off)")
+		}
 	}
 	switch c.ResponseMode {
 	case "auto", "sse", "json":
@@ -500,6 +507,15 @@ func pathless(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// orOff maps a duration flag whose 0 means "off" to the bridge's
+// convention, where the zero value is the default and negative is off.
+func orOff(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // describe names a field the way a user sets it: flag and variable.

@@ -124,6 +124,8 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		StopGrace:      cfg.StopGrace,
 		MaxSessions:    cfg.MaxSessions,
 		IdleTimeout:    cfg.IdleTimeout,
+		RequestTimeout: orOff(cfg.RequestTimeout),
+		InitTimeout:    orOff(cfg.InitTimeout),
 		QueueLimit:     cfg.QueueLimit,
 		EventLogEvents: cfg.EventLogEvents,
 		EventLogBytes:  cfg.EventLogBytes,

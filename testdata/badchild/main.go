@@ -31,8 +31,17 @@
 //	state_calls {}             answers the setLevel/subscribe/unsubscribe requests received, as a JSON array
 //	lifecycle {}               answers the initialize requests (with their params) and
 //	                           notifications/initialized received, in order, as a JSON array
+//	hang {}                    never answers: writes "badchild: hang received" to stderr and waits
+//	                           until cancelled (notifications/cancelled) or stdin ends
+//	close_stdout {}            writes "badchild: closing stdout" to stderr, closes stdout and
+//	                           keeps running (reading stdin) without answering
+//	progress_after {}          answers "ok", then sends a progress notification for the request
+//	                           (if _meta.progressToken): progress after the answer
 //
-// Flags: -ignore-term, -ignore-eof, -banner, -exit-after-init, -stderr-at-start N.
+// Flags: -ignore-term, -ignore-eof, -banner, -exit-after-init, -stderr-at-start N,
+// -exit-first PATH (if PATH does not exist, create it and exit 3 as soon as the first line
+// arrives on stdin, unanswered: the first start fails, the next works), -exit-at-start
+// (always exit 3 at once), -never-init (never answer initialize).
 // Run as "badchild grandchild" it blocks until killed; that is what fork starts.
 // By default it exits 0 on stdin EOF once in-flight calls have ended.
 package main
@@ -83,6 +92,8 @@ type server struct {
 	nextID    atomic.Int64
 	stdinDone chan struct{} // closed at stdin EOF: nobody will answer us any more
 	calls     sync.WaitGroup
+
+	neverInit bool // -never-init
 }
 
 func main() {
@@ -94,7 +105,25 @@ func main() {
 	banner := flag.Bool("banner", false, "print a non-JSON banner line to stdout at start")
 	exitAfterInit := flag.Bool("exit-after-init", false, "exit 3 right after answering initialize")
 	stderrAtStart := flag.Int("stderr-at-start", 0, "write this many stderr lines at start")
+	exitFirst := flag.String("exit-first", "", "if this file does not exist, create it and exit 3 on the first line read")
+	exitAtStart := flag.Bool("exit-at-start", false, "exit 3 at once")
+	neverInit := flag.Bool("never-init", false, "never answer initialize")
 	flag.Parse()
+
+	if *exitFirst != "" {
+		if f, err := os.OpenFile(*exitFirst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
+			f.Close()
+			// Once the first message is in, so whoever sent it waits for
+			// an answer that never comes.
+			_, _ = bufio.NewReader(os.Stdin).ReadBytes('\n')
+			fmt.Fprintln(os.Stderr, "badchild: first start; exiting")
+			os.Exit(3)
+		}
+	}
+	if *exitAtStart {
+		fmt.Fprintln(os.Stderr, "badchild: exiting at start")
+		os.Exit(3)
+	}
 
 	if *ignoreTerm {
 		signal.Ignore(syscall.SIGTERM)
@@ -107,6 +136,7 @@ func main() {
 		pending:   map[string]chan message{},
 		inflight:  map[string]chan struct{}{},
 		stdinDone: make(chan struct{}),
+		neverInit: *neverInit,
 	}
 	if *banner {
 		s.writeLine([]byte("badchild: starting up (this line is not JSON)"))
@@ -158,6 +188,9 @@ func (s *server) handle(line []byte, exitAfterInit bool) {
 		s.stateMu.Lock()
 		s.lifecycle = append(s.lifecycle, m.Method+" "+string(m.Params))
 		s.stateMu.Unlock()
+		if s.neverInit {
+			return
+		}
 		s.initialize(m)
 		if exitAfterInit {
 			os.Exit(3)
@@ -331,6 +364,25 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 		b, _ := json.Marshal(s.lifecycle)
 		s.stateMu.Unlock()
 		s.respond(m.ID, textResult(string(b)), false)
+	case "hang":
+		fmt.Fprintln(os.Stderr, "badchild: hang received")
+		select {
+		case <-done:
+		case <-s.stdinDone:
+		}
+	case "close_stdout":
+		fmt.Fprintln(os.Stderr, "badchild: closing stdout")
+		s.mu.Lock()
+		s.out.Flush()
+		os.Stdout.Close()
+		s.mu.Unlock()
+	case "progress_after":
+		s.respond(m.ID, textResult("ok"), false)
+		if len(p.Meta.ProgressToken) > 0 {
+			s.writeJSON(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{
+				"progressToken": p.Meta.ProgressToken, "progress": 1, "total": 1, "message": "after the answer",
+			}})
+		}
 	case "cancels":
 		s.stateMu.Lock()
 		ids, _ := json.Marshal(s.cancels) // raw ids marshal as themselves
@@ -539,6 +591,9 @@ func toolList() []any {
 		{"cancels", "Answers the requestIds seen in notifications/cancelled.", obj()},
 		{"state_calls", "Answers the logging/setLevel and resources/(un)subscribe requests received, in order.", obj()},
 		{"lifecycle", "Answers the initialize requests and initialized notifications received, in order.", obj()},
+		{"hang", "Never answers; waits until cancelled.", obj()},
+		{"close_stdout", "Closes stdout and keeps running without answering.", obj()},
+		{"progress_after", "Answers ok, then sends progress for the request.", obj()},
 	}
 	out := make([]any, 0, len(tools))
 	for _, t := range tools {

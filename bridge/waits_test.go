@@ -1,0 +1,502 @@
+package bridge
+
+// Tests that no wait of the bridge outlives its reason: a shared child's
+// failed first start, a crash loop, a child that closed its stdout, a
+// request or an initialize the child never answers, and progress after
+// the answer. Every child is a real badchild process; every wait of the
+// tests themselves is bounded by a safety net, never a timing assertion.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
+)
+
+// safetyNet bounds every wait here: reaching it means something hangs.
+const safetyNet = 30 * time.Second
+
+// logBuffer collects the bridge's log for the tests to read.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// waitsBridge starts a bridge on the badchild run with args; the bridge
+// logs at debug level into the returned buffer, and is closed (every
+// child reaped) when the test ends.
+func waitsBridge(t *testing.T, cfg Config, args ...string) (*Bridge, *logBuffer) {
+	t.Helper()
+	cfg.Command = append([]string{testpeers.BuildGo(t, "./testdata/badchild")}, args...)
+	logs := &logBuffer{}
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if cfg.StopGrace == 0 {
+		cfg.StopGrace = 500 * time.Millisecond
+	}
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
+		defer cancel()
+		if err := b.Close(ctx); err != nil {
+			t.Errorf("bridge close: %v", err)
+		}
+		if n := b.Children(); n != 0 {
+			t.Errorf("%d children alive after Close", n)
+		}
+	})
+	return b, logs
+}
+
+func safety(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), safetyNet)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// rpc parses one JSON-RPC message.
+func rpc(t *testing.T, format string, a ...any) Message {
+	t.Helper()
+	msgs, _, err := ParseBody(fmt.Appendf(nil, format, a...))
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("parse %q: %v", fmt.Sprintf(format, a...), err)
+	}
+	return msgs[0]
+}
+
+func initRequest(t *testing.T) Message {
+	return rpc(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+}
+
+func toolCall(t *testing.T, id, tool string) Message {
+	return rpc(t, `{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":{},"_meta":{"progressToken":"tok"}}}`, id, tool)
+}
+
+// reply is a decoded JSON-RPC message.
+type reply struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Result *struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"result"`
+	Error *struct {
+		Code    int            `json:"code"`
+		Message string         `json:"message"`
+		Data    map[string]any `json:"data"`
+	} `json:"error"`
+}
+
+func (r reply) text() string {
+	if r.Result == nil || len(r.Result.Content) == 0 {
+		return ""
+	}
+	return r.Result.Content[0].Text
+}
+
+// drain reads st to its end and returns its last message: the response.
+// A stream that never ends fails the test at the safety net.
+func drain(ctx context.Context, t *testing.T, st *Stream) reply {
+	t.Helper()
+	r, err := drainErr(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// errNoAnswer: a stream ended without its response, or never ended.
+var errNoAnswer = errors.New("no answer")
+
+// drainErr is drain for goroutines other than the test's.
+func drainErr(ctx context.Context, st *Stream) (reply, error) {
+	var msgs [][]byte
+	for final := false; !final; {
+		if err := st.Wait(ctx, nil); err != nil {
+			return reply{}, fmt.Errorf("%w: the stream never ended: %v", errNoAnswer, err)
+		}
+		msgs, final = st.Take(msgs)
+	}
+	var r reply
+	if len(msgs) == 0 || json.Unmarshal(msgs[len(msgs)-1], &r) != nil {
+		return reply{}, fmt.Errorf("%w: the stream ended with %q", errNoAnswer, msgs)
+	}
+	return r, nil
+}
+
+// callTool sends a tools/call on s and returns its response.
+func callTool(ctx context.Context, t *testing.T, s *Session, id, tool string) reply {
+	t.Helper()
+	st, err := s.Send([]Message{toolCall(t, id, tool)}, false)
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	return drain(ctx, t, st)
+}
+
+// start sends a tools/call on s and returns its stream unread.
+func start(t *testing.T, s *Session, id, tool string) *Stream {
+	t.Helper()
+	st, err := s.Send([]Message{toolCall(t, id, tool)}, false)
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	return st
+}
+
+// until polls cond, with the safety net as its deadline: for states the
+// bridge reaches on its own (a restart, a session's end) and does not
+// announce. A bounded poll, not a timing assertion.
+func until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(safetyNet)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			t.Fatalf("never: %s", what)
+		case <-tick.C:
+		}
+	}
+}
+
+func wantCode(t *testing.T, r reply, code int, contains string) {
+	t.Helper()
+	if r.Error == nil || r.Error.Code != code || !strings.Contains(r.Error.Message, contains) {
+		raw, _ := json.Marshal(r)
+		t.Fatalf("got %s, want a JSON-RPC error %d mentioning %q", raw, code, contains)
+	}
+}
+
+// join starts a session the way each mode does: Initialize, or for
+// stateless a request's session. It returns the session (nil on error)
+// and the response to initialize. An initialize that is never answered
+// is errNoAnswer. It may run on any goroutine.
+func join(ctx context.Context, t *testing.T, b *Bridge, stateless bool) (*Session, reply, error) {
+	msg := initRequest(t)
+	if stateless {
+		s, answer, err := b.Stateless(ctx, &msg)
+		if err != nil {
+			return nil, reply{}, err
+		}
+		var r reply
+		if err := json.Unmarshal(answer, &r); err != nil {
+			return nil, reply{}, fmt.Errorf("%w: %s", errNoAnswer, answer)
+		}
+		return s, r, nil
+	}
+	s, st, err := b.Initialize(ctx, "", msg, false)
+	if err != nil {
+		return nil, reply{}, err
+	}
+	r, err := drainErr(ctx, st)
+	return s, r, err
+}
+
+// TestSharedFirstStartFails (issue point 1): a shared child whose first
+// start dies on the first initialize and whose restart works. The first
+// initialize fails; the next one, sent while the child restarts, waits
+// for the restarted child's initialization and succeeds, and calls work.
+// Before, it waited for good: the restart's own initialize was not one
+// the wait heard of.
+func TestSharedFirstStartFails(t *testing.T) {
+	for _, stateless := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stateless=%v", stateless), func(t *testing.T) {
+			ctx := safety(t)
+			marker := filepath.Join(t.TempDir(), "started")
+			b, _ := waitsBridge(t, Config{Mode: ModeShared}, "-exit-first", marker)
+
+			s, r, err := join(ctx, t, b, stateless)
+			switch {
+			case stateless && err == nil:
+				t.Fatalf("the first request succeeded on a child that died: %+v", r)
+			case !stateless && (err != nil || r.Error == nil || r.Error.Code != CodeChildExited):
+				t.Fatalf("first initialize: %v %+v, want a -32005 answer", err, r)
+			}
+			if s != nil {
+				until(t, "the failed session ended", func() bool { return s.isClosed() })
+			}
+
+			s, r, err = join(ctx, t, b, stateless)
+			if err != nil || r.Result == nil {
+				t.Fatalf("second initialize: %v %+v", err, r)
+			}
+			if got := callTool(ctx, t, s, "2", "pid"); got.text() == "" {
+				t.Fatalf("a call after the restart: %+v", got)
+			}
+			if stateless {
+				s.Close()
+			}
+		})
+	}
+}
+
+// TestCrashLoopEndsWaits (issue point 2): a shared child that exits at
+// every start. Sessions and stateless requests that arrive together, and
+// wait for its initialization, each get an error as the initialization
+// they wait for fails; none waits until shutdown. Once the crash-loop
+// breaker trips, new ones are refused at once.
+func TestCrashLoopEndsWaits(t *testing.T) {
+	for _, stateless := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stateless=%v", stateless), func(t *testing.T) {
+			ctx := safety(t)
+			b, _ := waitsBridge(t, Config{Mode: ModeShared}, "-exit-at-start")
+			const n = 4
+			errs := make(chan error, n)
+			for i := range n {
+				go func() {
+					s, r, err := join(ctx, t, b, stateless)
+					switch {
+					case err == nil && r.Error == nil:
+						err = fmt.Errorf("request %d succeeded on a child that never starts: %+v", i, r)
+					case err == nil:
+						select {
+						case <-s.Done(): // its initialize failed: its client has no session
+						case <-ctx.Done():
+							err = fmt.Errorf("request %d: the failed session did not end", i)
+						}
+					case errors.Is(err, errNoAnswer):
+					default:
+						err = nil // refused: as it should be
+					}
+					errs <- err
+				}()
+			}
+			for range n {
+				select {
+				case err := <-errs:
+					if err != nil {
+						t.Error(err)
+					}
+				case <-ctx.Done():
+					t.Fatal("a request never got an answer")
+				}
+			}
+			until(t, "the crash-loop breaker tripped", func() bool { return errors.Is(b.Ready(), ErrSharedDown) })
+			if _, _, err := join(ctx, t, b, stateless); ErrorKind(err) != KindUnavailable {
+				t.Fatalf("after the breaker: %v, want the server down", err)
+			}
+			if n := b.Len(); n != 0 {
+				t.Errorf("%d sessions left", n)
+			}
+		})
+	}
+}
+
+// TestStdoutClosed (issue point 3): a child that closes its stdout and
+// runs on. The call in flight and the one that closed it fail at once
+// with -32005 and the stderr tail; it is logged and the child is stopped.
+// Per session the session ends; a shared child is restarted and its
+// sessions go on.
+func TestStdoutClosed(t *testing.T) {
+	for _, mode := range []string{ModePerSession, ModeShared} {
+		t.Run(mode, func(t *testing.T) {
+			ctx := safety(t)
+			b, logs := waitsBridge(t, Config{Mode: mode})
+			s, _, err := join(ctx, t, b, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid := s.ChildPid()
+			hung := start(t, s, "1", "hang")
+			until(t, "the hang call reached the child", func() bool { return strings.Contains(logs.String(), "badchild: hang received") })
+			closer := start(t, s, "2", "close_stdout")
+			for _, st := range []*Stream{hung, closer} {
+				r := drain(ctx, t, st)
+				wantCode(t, r, CodeChildExited, "closed its stdout")
+				if tail, _ := r.Error.Data["stderr"].(string); !strings.Contains(tail, "badchild: closing stdout") {
+					t.Errorf("error data %v: want the stderr tail", r.Error.Data)
+				}
+			}
+			if !strings.Contains(logs.String(), "the MCP server closed its stdout but is still running; stopping it") {
+				t.Errorf("not logged:\n%s", logs.String())
+			}
+			if mode == ModePerSession {
+				select {
+				case <-s.Done():
+				case <-ctx.Done():
+					t.Fatal("the session did not end")
+				}
+				until(t, "the child was reaped", func() bool { return b.Children() == 0 })
+			} else {
+				until(t, "the shared child was restarted", func() bool { p := s.ChildPid(); return p != 0 && p != pid })
+				if r := callTool(ctx, t, s, "3", "pid"); r.text() == "" || r.text() == fmt.Sprint(pid) {
+					t.Fatalf("a call after the restart: %+v", r)
+				}
+			}
+			if got := b.Stats().ChildrenUnresponsive.Load(); got != 1 {
+				t.Errorf("ChildrenUnresponsive %d, want 1", got)
+			}
+		})
+	}
+}
+
+// TestRequestTimeout (issue point 4): a call the child never answers gets
+// a JSON-RPC error naming --request-timeout, the child gets
+// notifications/cancelled with its own id for it, and the session, idle
+// from then on, expires.
+func TestRequestTimeout(t *testing.T) {
+	for _, mode := range []string{ModePerSession, ModeShared, ModePerIdentity} {
+		t.Run(mode, func(t *testing.T) {
+			ctx := safety(t)
+			b, _ := waitsBridge(t, Config{Mode: mode, RequestTimeout: 200 * time.Millisecond})
+			s, _, err := join(ctx, t, b, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantCode(t, callTool(ctx, t, s, `"h"`, "hang"), CodeRequestTimeout, "--request-timeout")
+			if n := s.InFlight(); n != 0 {
+				t.Errorf("%d requests in flight after the timeout", n)
+			}
+			// The child reads stdin in order: the cancel is in by now.
+			var cancels []json.RawMessage
+			if err := json.Unmarshal([]byte(callTool(ctx, t, s, "3", "cancels").text()), &cancels); err != nil || len(cancels) != 1 {
+				t.Fatalf("the child saw cancels %s, want one", cancels)
+			}
+			if id := string(cancels[0]); id == `"h"` || strings.Trim(id, "0123456789") != "" {
+				t.Errorf("the child was told to cancel %s: want its own (numeric) id, not the client's", id)
+			}
+		})
+	}
+	t.Run("idle after a hung call", func(t *testing.T) {
+		ctx := safety(t)
+		b, _ := waitsBridge(t, Config{RequestTimeout: 300 * time.Millisecond, IdleTimeout: 200 * time.Millisecond})
+		s, _, err := join(ctx, t, b, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := start(t, s, "1", "hang")
+		st.Detach() // the client is gone
+		select {
+		case <-s.Done():
+		case <-ctx.Done():
+			t.Fatal("a session whose hung call was left never ended")
+		}
+		until(t, "the child was reaped", func() bool { return b.Children() == 0 })
+	})
+}
+
+// TestInitTimeout (issue point 4): a child that never answers initialize.
+// The client gets a JSON-RPC error naming --init-timeout, its session
+// ends and the process is stopped; on a shared child, the sessions and
+// stateless requests waiting for the initialization get the error too,
+// and the child is restarted by the restart policy.
+func TestInitTimeout(t *testing.T) {
+	t.Run(ModePerSession, func(t *testing.T) {
+		ctx := safety(t)
+		b, _ := waitsBridge(t, Config{InitTimeout: 200 * time.Millisecond}, "-never-init")
+		s, r, err := join(ctx, t, b, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantCode(t, r, CodeRequestTimeout, "--init-timeout")
+		select {
+		case <-s.Done():
+		case <-ctx.Done():
+			t.Fatal("the session did not end")
+		}
+		until(t, "the child was reaped", func() bool { return b.Children() == 0 })
+		if got := b.Stats().ChildrenUnresponsive.Load(); got != 1 {
+			t.Errorf("ChildrenUnresponsive %d, want 1", got)
+		}
+	})
+	for _, stateless := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shared, stateless=%v", stateless), func(t *testing.T) {
+			ctx := safety(t)
+			b, _ := waitsBridge(t, Config{Mode: ModeShared, InitTimeout: 300 * time.Millisecond}, "-never-init")
+			const n = 3
+			errs := make(chan error, 2*n)
+			done := make(chan struct{}, n)
+			for range n {
+				go func() {
+					defer func() { done <- struct{}{} }()
+					s, r, err := join(ctx, t, b, stateless)
+					switch {
+					case err == nil && r.Error == nil:
+						errs <- fmt.Errorf("initialized a child that never answers: %+v", r)
+					case errors.Is(err, errNoAnswer):
+						errs <- err
+					case err == nil:
+						if r.Error.Code != CodeRequestTimeout {
+							errs <- fmt.Errorf("error %+v, want %d", r.Error, CodeRequestTimeout)
+						}
+						select {
+						case <-s.Done():
+						case <-ctx.Done():
+							errs <- errors.New("the session whose initialize timed out did not end")
+						}
+					case ErrorKind(err) != KindUnavailable:
+						errs <- err
+					}
+				}()
+			}
+			for range n {
+				select {
+				case <-done:
+				case <-ctx.Done():
+					t.Fatal("an initialize never got an answer")
+				}
+			}
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			until(t, "the unresponsive child was stopped and restarted", func() bool {
+				return b.Stats().ChildrenUnresponsive.Load() >= 1 && b.Stats().ChildrenRestarted.Load() >= 1
+			})
+			if n := b.Len(); n != 0 {
+				t.Errorf("%d sessions left", n)
+			}
+		})
+	}
+}
+
+// TestLateProgress (issue point 13): progress after its request's answer
+// is dropped, logged at debug with the child's id, and counted.
+func TestLateProgress(t *testing.T) {
+	ctx := safety(t)
+	b, logs := waitsBridge(t, Config{})
+	s, _, err := join(ctx, t, b, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := callTool(ctx, t, s, "1", "progress_after"); r.text() != "ok" {
+		t.Fatalf("progress_after: %+v", r)
+	}
+	// The child writes in order: once this answer is in, so is the
+	// progress it wrote before it.
+	callTool(ctx, t, s, "2", "pid")
+	if got := b.Stats().LateProgress.Load(); got != 1 {
+		t.Errorf("LateProgress %d, want 1", got)
+	}
+	if !regexp.MustCompile(`level=DEBUG msg="dropped a progress notification that came after its request was over".* child_id=2\n`).MatchString(logs.String()) {
+		t.Errorf("not logged at debug with the child's id:\n%s", logs.String())
+	}
+}
