@@ -152,9 +152,9 @@ func invalidRequest(desc string) *Error {
 var queryTokenNames = []string{"access_token", "token", "bearer", "id_token"}
 
 // BearerToken returns the request's bearer token from its Authorization
-// header, ErrNoToken when there is none, or an invalid_request Error for a
-// malformed header, several Authorization headers, or a token in the query
-// string (refused even next to a valid header: the token is already
+// header, ErrNoToken when there is none, an invalid_token Error for an
+// empty one, or an invalid_request Error for a malformed header, several
+// Authorization headers, or a token in the query string (refused even next to a valid header: the token is already
 // leaking into URLs and logs, and the client must be fixed).
 func BearerToken(r *http.Request) (string, error) {
 	for name := range r.URL.Query() {
@@ -179,6 +179,13 @@ func BearerToken(r *http.Request) (string, error) {
 		return "", &Error{Code: CodeNone, Reason: "the Authorization header is not of the Bearer scheme"}
 	}
 	tok = strings.TrimLeft(tok, " ")
+	if tok == "" {
+		// "Bearer" and nothing else is a token that cannot be valid, not
+		// a malformed request: 401 with the challenge, as for any invalid
+		// token, because a client starts its authorization flow on 401
+		// (MCP: "Invalid or expired tokens MUST receive a HTTP 401").
+		return "", invalidToken("the bearer token is empty")
+	}
 	if !isToken68(tok) {
 		return "", invalidRequest("the bearer token is malformed")
 	}

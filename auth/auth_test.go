@@ -56,8 +56,11 @@ func TestBearerToken(t *testing.T) {
 		{"scheme case-insensitive", request("bearer abc"), "abc", ""},
 		{"no header", request(), "", "none"},
 		{"basic", request("Basic dXNlcjpwYXNz"), "", "none"},
-		{"empty bearer", request("Bearer "), "", auth.CodeInvalidRequest},
-		{"empty credentials", request("Bearer"), "", auth.CodeInvalidRequest},
+		// An empty token is an invalid one (401), not a malformed request
+		// (400): a client starts its authorization flow only on 401.
+		{"empty bearer", request("Bearer "), "", auth.CodeInvalidToken},
+		{"empty credentials", request("Bearer"), "", auth.CodeInvalidToken},
+		{"only spaces after the scheme", request("Bearer    "), "", auth.CodeInvalidToken},
 		{"two headers", request("Bearer a", "Bearer b"), "", auth.CodeInvalidRequest},
 		{"space inside", request("Bearer a b"), "", auth.CodeInvalidRequest},
 		{"= inside", request("Bearer a=b"), "", auth.CodeInvalidRequest},
@@ -94,12 +97,16 @@ func TestTokensFromEnv(t *testing.T) {
 		want  string // in the error; "" for success
 	}{
 		{[]string{"A", "B"}, ""},
-		{[]string{"A", "MISSING"}, "MISSING is not set"},
+		// A name is shown only when its variable is set: one that is not
+		// may be the token itself, given in the name's place.
+		{[]string{"A", "MISSING"}, "the 2nd name given is not a variable set in the environment: give the NAME of a variable"},
+		{[]string{"abcdef0123456789secret"}, "the name given is not a variable set"},
 		{[]string{"EMPTY"}, "EMPTY is empty"},
 		{[]string{"SHORT"}, "SHORT is shorter"},
 		{[]string{"SPACE"}, "SPACE has characters"},
 		{[]string{"A", "DUP"}, "A and DUP hold the same token"},
-		{[]string{"BAD-NAME"}, `"BAD-NAME" is not a valid`},
+		{[]string{"BAD-NAME"}, "the name given is not a valid variable name: give the NAME of a variable"},
+		{[]string{"A", "B", "0123-4567-secret"}, "the 3rd name given is not a valid variable name"},
 		{[]string{"A", "A"}, "A is named twice"},
 		{nil, "no token variables"},
 	}
@@ -119,6 +126,11 @@ func TestTokensFromEnv(t *testing.T) {
 		for _, v := range env {
 			if v != "" && strings.Contains(err.Error(), v) {
 				t.Errorf("%v: the error shows a value: %v", tt.names, err)
+			}
+		}
+		for _, name := range tt.names {
+			if _, set := env[name]; !set && strings.Contains(err.Error(), name) {
+				t.Errorf("%v: the error shows %q, which names no variable that is set: %v", tt.names, name, err)
 			}
 		}
 	}

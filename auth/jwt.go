@@ -193,7 +193,11 @@ func newJWKS(ctx context.Context, cfg JWTConfig) (keyfunc.Keyfunc, error) {
 	})
 	if err != nil {
 		// jwkset joins its errors with newlines: keep the message one line.
-		return nil, fmt.Errorf("jwt: cannot fetch the JWKS at %s: %s", cfg.JWKSURL, strings.ReplaceAll(err.Error(), "\n", "; "))
+		// The URL is a setting's value, which no error shows (it may carry
+		// a key in its query); the errors beneath quote it.
+		msg := strings.ReplaceAll(err.Error(), "\n", "; ")
+		msg = strings.ReplaceAll(msg, cfg.JWKSURL, "(the JWKS URL)")
+		return nil, fmt.Errorf("jwt: cannot fetch the JWKS: %s", msg)
 	}
 	return kf, nil
 }
@@ -214,7 +218,7 @@ func checkJWKSURL(s string) error {
 	case u.Scheme == "http" && isLoopback(u.Hostname()):
 		return nil
 	}
-	return fmt.Errorf("jwt: JWKS URL %s: want https (http only on a loopback address)", u.Redacted())
+	return errors.New("jwt: the JWKS URL: want https (http only on a loopback address)")
 }
 
 func isLoopback(host string) bool {

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -17,14 +18,16 @@ type ToolRule struct {
 	Deny bool
 }
 
-// ParseToolRule reads "SUBJECT=GLOB".
+// ParseToolRule reads "SUBJECT=GLOB". Its errors do not repeat the rule:
+// a setting's value is never echoed (it may be a secret put in the wrong
+// place); the caller says which rule it was.
 func ParseToolRule(s string, deny bool) (ToolRule, error) {
 	subject, glob, ok := strings.Cut(s, "=")
 	if !ok || subject == "" || glob == "" {
-		return ToolRule{}, fmt.Errorf("tool rule %q: want SUBJECT=GLOB (SUBJECT: *, scope:NAME or a principal)", s)
+		return ToolRule{}, errors.New("tool rule: want SUBJECT=GLOB (SUBJECT: *, scope:NAME or a principal)")
 	}
 	if _, err := ParseSubject(subject); err != nil {
-		return ToolRule{}, fmt.Errorf("tool rule %q: %w", s, err)
+		return ToolRule{}, fmt.Errorf("tool rule: %w", err)
 	}
 	return ToolRule{Subject: subject, Glob: glob, Deny: deny}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 )
 
 // MinTokenLength is the shortest static token accepted: a token a person
@@ -28,21 +29,24 @@ type StaticTokens struct {
 // (os.LookupEnv, or a map in tests). A name that is not a valid variable
 // name, a variable that is unset or empty, a token too short or not
 // sendable in a header, and two variables holding the same token are
-// errors; each names the variable and never shows its value.
+// errors. None shows a token, and a name is shown only when it names a
+// variable that is set: a "name" that is not one may well be the token
+// itself, given where its variable's name belongs (--token-env
+// "$(cat token.txt)"); such a name is told by its place in names.
 func TokensFromEnv(names []string, lookup func(string) (string, bool)) (*StaticTokens, error) {
 	st := &StaticTokens{}
 	seen := map[[sha256.Size]byte]string{}
-	for _, name := range names {
+	for i, name := range names {
+		given := nth(i, len(names))
 		if !envNameRE.MatchString(name) {
-			return nil, fmt.Errorf("token variable %q is not a valid environment variable name", name)
-		}
-		if slices.Contains(st.names, name) {
-			return nil, fmt.Errorf("token variable %s is named twice", name)
+			return nil, fmt.Errorf("%s is not a valid variable name: give the NAME of a variable that holds a token, never the token", given)
 		}
 		tok, ok := lookup(name)
 		switch {
+		case slices.Contains(st.names, name): // set: it was read before
+			return nil, fmt.Errorf("token variable %s is named twice", name)
 		case !ok:
-			return nil, fmt.Errorf("token variable %s is not set", name)
+			return nil, fmt.Errorf("%s is not a variable set in the environment: give the NAME of a variable that holds a token, never the token", given)
 		case tok == "":
 			return nil, fmt.Errorf("token variable %s is empty", name)
 		case len(tok) < MinTokenLength:
@@ -63,6 +67,30 @@ func TokensFromEnv(names []string, lookup func(string) (string, bool)) (*StaticT
 		return nil, fmt.Errorf("no token variables named")
 	}
 	return st, nil
+}
+
+// nth names the i-th of n names by its place: "the name given" when it is
+// the only one, else "the 2nd name given".
+func nth(i, n int) string {
+	if n == 1 {
+		return "the name given"
+	}
+	return "the " + Ordinal(i+1) + " name given"
+}
+
+// Ordinal is n as "1st", "2nd", "3rd", "4th"...
+func Ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return strconv.Itoa(n) + suffix
 }
 
 // Names are the variables whose tokens are accepted.

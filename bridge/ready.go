@@ -1,10 +1,9 @@
 package bridge
 
 import (
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"time"
+
+	"github.com/mcp-bridge/mcp-bridge/stdio"
 )
 
 // ErrCommandNotFound: the child's executable cannot be found, so no session
@@ -50,20 +49,10 @@ func (b *Bridge) Ready() error {
 			return &Error{Kind: ErrSharedUnresponsive.Kind, Code: ErrSharedUnresponsive.Code, Message: ErrSharedUnresponsive.Message, Err: err}
 		}
 	}
-	if err := lookCommand(b.cfg.Command[0], b.cfg.Dir); err != nil {
+	// Found as the child's spawn finds it (stdio.LookPath): a bare name in
+	// the child's PATH, a relative path from its working directory.
+	if _, err := stdio.LookPath(b.cfg.Command[0], b.cfg.Dir, b.cfg.Env); err != nil {
 		return &Error{Kind: ErrCommandNotFound.Kind, Code: ErrCommandNotFound.Code, Message: ErrCommandNotFound.Message, Err: err}
 	}
 	return nil
-}
-
-// lookCommand resolves name the way os/exec will when it starts the child:
-// a bare name through the bridge's PATH, a relative path from the child's
-// working directory (the kernel resolves it after the chdir), and either
-// must be an executable file.
-func lookCommand(name, dir string) error {
-	if strings.Contains(name, "/") && !filepath.IsAbs(name) && dir != "" {
-		name = filepath.Join(dir, name)
-	}
-	_, err := exec.LookPath(name)
-	return err
 }

@@ -199,7 +199,9 @@ func TestAttacks(t *testing.T) {
 		{name: "token in the query string", r: req{body: list, sid: sid, query: "access_token=" + aliceToken}, status: 401, challenge: []string{`error="invalid_request"`}},
 		{name: "token in the query string next to a header", r: req{body: list, sid: sid, header: alice, query: "access_token=" + aliceToken}, status: 401, challenge: []string{`error="invalid_request"`}},
 		{name: "basic auth", r: req{body: list, sid: sid, header: map[string]string{"Authorization": "Basic YWxpY2U6c2VjcmV0"}}, status: 401, noError: true, challenge: []string{`resource_metadata="` + prmURL + `"`}},
-		{name: "empty bearer token", r: req{body: list, sid: sid, header: map[string]string{"Authorization": "Bearer "}}, status: 400, challenge: []string{`error="invalid_request"`}},
+		{name: "empty bearer token", r: req{body: list, sid: sid, header: map[string]string{"Authorization": "Bearer "}}, status: 401, challenge: []string{invalid, `resource_metadata="` + prmURL + `"`}},
+		{name: "empty bearer token on initialize", r: req{body: sprintf(initBody, "2025-11-25"), header: map[string]string{"Authorization": "Bearer"}}, status: 401, challenge: []string{invalid, `resource_metadata="` + prmURL + `"`}},
+		{name: "malformed bearer token", r: req{body: list, sid: sid, header: map[string]string{"Authorization": "Bearer a b"}}, status: 400, challenge: []string{`error="invalid_request"`, `resource_metadata="` + prmURL + `"`}},
 		{name: "JWT alg none", r: req{body: list, sid: jwtSid, header: bearer(tokens["none"])}, status: 401, challenge: []string{invalid}},
 		{name: "HS256 signed with the RSA public key", r: req{body: list, sid: jwtSid, header: bearer(tokens["hs256 rsa pub"])}, status: 401, challenge: []string{invalid}},
 		{name: "JWT expired", r: req{body: list, sid: jwtSid, header: bearer(tokens["expired"])}, status: 401, challenge: []string{invalid}},
@@ -397,8 +399,23 @@ func TestCORS(t *testing.T) {
 			t.Errorf("preflight from %s: max-age %q, credentials %q", origin, h.Get("Access-Control-Max-Age"), h.Get("Access-Control-Allow-Credentials"))
 		}
 	}
-	if resp := preflight("https://evil.example"); resp.StatusCode != 403 || resp.Header.Get("Access-Control-Allow-Origin") != "" {
-		t.Errorf("preflight from a refused origin: status %d, allow-origin %q", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+	// A refused origin: 403, and an Access-Control-Allow-Origin that
+	// grants nothing but carries the reason to the browser's console;
+	// logged at warn with the hint, once a minute per origin.
+	for range 3 {
+		resp := preflight("https://evil.example")
+		if acao := resp.Header.Get("Access-Control-Allow-Origin"); resp.StatusCode != 403 ||
+			acao != "refused-by-mcp-bridge:allow-it-with--allow-origin=https://evil.example" || resp.Header.Get("Access-Control-Allow-Methods") != "" {
+			t.Errorf("preflight from a refused origin: status %d, allow-origin %q, allow-methods %q", resp.StatusCode, acao, resp.Header.Get("Access-Control-Allow-Methods"))
+		}
+	}
+	logged := f.log.String()
+	warn := `level=WARN msg="request refused: origin not allowed" origin=https://evil.example method=OPTIONS path=/mcp hint="to allow this origin, start the bridge with --allow-origin https://evil.example"`
+	if n := strings.Count(logged, warn); n != 1 {
+		t.Errorf("the refusals are logged at warn %d times, want once:\n%s", n, logged)
+	}
+	if n := strings.Count(logged, `level=DEBUG msg="request refused: origin not allowed" origin=https://evil.example`); n != 2 {
+		t.Errorf("the refusals past the first are logged at debug %d times, want 2:\n%s", n, logged)
 	}
 	// Actual responses expose the session id and the challenge, errors
 	// included.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -469,7 +468,9 @@ func (l *legacy) initialize(w http.ResponseWriter, r *http.Request, c *legacyCon
 		failed()
 		return err
 	}
-	sess, st, err := h.b.InitializeAs(r.Context(), owner(p), nil, msgs[0], false)
+	// The same start as the Streamable endpoint's: the child gets the
+	// principal's --claim-env variables (ClaimEnv) here too.
+	sess, st, err := h.b.InitializeAs(r.Context(), owner(p), claimEnv(h.opts.ClaimEnv, p), msgs[0], false)
 	if err != nil {
 		release()
 		failed()
@@ -500,14 +501,5 @@ func (l *legacy) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		return nil, &httpError{status: http.StatusUnsupportedMediaType, code: bridge.CodeInvalidRequest,
 			msg: "Unsupported Media Type: Content-Type must be application/json"}
 	}
-	body, err := readLimited(w, r, l.h.opts.MaxBodyBytes)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, &httpError{status: http.StatusRequestEntityTooLarge, code: bridge.CodeInvalidRequest,
-				msg: "Request Entity Too Large: the body is over the limit of " + byteSize(mbe.Limit) + " (--max-body-bytes)"}
-		}
-		return nil, &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest, msg: "Bad Request: reading the body failed"}
-	}
-	return body, nil
+	return readBody(w, r, l.h.opts.MaxBodyBytes)
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -59,14 +60,9 @@ func (h *mcpHandler) readPost(w http.ResponseWriter, r *http.Request) (wantJSON,
 		return false, false, nil, false, &httpError{status: http.StatusUnsupportedMediaType, code: bridge.CodeInvalidRequest,
 			msg: "Unsupported Media Type: Content-Type must be application/json"}
 	}
-	body, err := readLimited(w, r, h.opts.MaxBodyBytes)
+	body, err := readBody(w, r, h.opts.MaxBodyBytes)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return false, false, nil, false, &httpError{status: http.StatusRequestEntityTooLarge, code: bridge.CodeInvalidRequest,
-				msg: "Request Entity Too Large: the body is over the limit of " + byteSize(mbe.Limit) + " (--max-body-bytes)"}
-		}
-		return false, false, nil, false, &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest, msg: "Bad Request: reading the body failed"}
+		return false, false, nil, false, err
 	}
 	msgs, batch, err = bridge.ParseBody(body)
 	if err != nil {
@@ -76,6 +72,28 @@ func (h *mcpHandler) readPost(w http.ResponseWriter, r *http.Request) (wantJSON,
 		ex.parsed(msgs) // so the metrics need not parse the body again
 	}
 	return wantJSON, wantSSE, msgs, batch, nil
+}
+
+// readBody reads a POST's body, at most limit bytes: 413 over it, 408
+// when the client sends it slower than the server's read timeout
+// (Server.ReadTimeout; the connection is closed, as the rest of the body
+// may still be on its way), 400 when reading fails otherwise.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body, err := readLimited(w, r, limit)
+	if err == nil {
+		return body, nil
+	}
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return nil, &httpError{status: http.StatusRequestEntityTooLarge, code: bridge.CodeInvalidRequest,
+			msg: "Request Entity Too Large: the body is over the limit of " + byteSize(mbe.Limit) + " (--max-body-bytes)"}
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, &httpError{status: http.StatusRequestTimeout, code: bridge.CodeInvalidRequest,
+			msg:    "Request Timeout: the body did not arrive within the read timeout (--read-timeout)",
+			header: http.Header{"Connection": {"close"}}}
+	}
+	return nil, &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest, msg: "Bad Request: reading the body failed"}
 }
 
 func (h *mcpHandler) post(w http.ResponseWriter, r *http.Request) error {

@@ -39,6 +39,7 @@ const (
 	DefaultSSEDelay     = 50 * time.Millisecond
 	DefaultKeepAlive    = 15 * time.Second
 	DefaultWriteTimeout = 30 * time.Second
+	DefaultReadTimeout  = 30 * time.Second
 )
 
 // Options configures the HTTP API. Only Bridge is required.
@@ -233,8 +234,9 @@ func Handler(opts Options) (http.Handler, error) {
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
 	// The Origin and Host checks come first: a preflight from a refused
-	// origin gets 403, not CORS headers.
-	r.Use(guard{origins: origins, loopbackOnly: opts.LoopbackOnly}.middleware)
+	// origin gets 403 with the reason (guard), not rs/cors's headers, and
+	// no request from it reaches anything behind.
+	r.Use(guard{origins: origins, loopbackOnly: opts.LoopbackOnly, refused: newOriginLog(opts.Logger, opts.Now)}.middleware)
 	r.Use(newCORS(origins))
 	// Operations (metrics.go, ready.go): /metrics, /readyz, and metrics of
 	// the MCP endpoint. Unauthenticated, like /healthz, but for /metrics
@@ -323,6 +325,14 @@ func checkLegacyPaths(opts Options) error {
 type Server struct {
 	Addr    string // host:port; port 0 picks one
 	Handler http.Handler
+	// ReadTimeout bounds the reading of each request, headers and body,
+	// from its first byte: a client that sends its body slower than that
+	// (one byte a second, say) gets 408 where the handler reads the body,
+	// and has its connection closed where the answer needed no body (a
+	// 401, a 403): net/http drains an unread body before it answers, and
+	// the drain is bounded too. Response streams are not bounded by it.
+	// Default 30 s.
+	ReadTimeout time.Duration
 
 	ln  net.Listener
 	srv *http.Server
@@ -336,9 +346,28 @@ func (s *Server) Open() error {
 		return fmt.Errorf("httpapi: listen on %s: %w", s.Addr, err)
 	}
 	s.ln = ln
+	rt := s.ReadTimeout
+	if rt <= 0 {
+		rt = DefaultReadTimeout
+	}
 	s.srv = &http.Server{
-		Handler:           s.Handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler: s.Handler,
+		// http.Server's ReadTimeout and not a deadline per request: it
+		// never ends an SSE response, however long. The one read that
+		// outlives a request's body is net/http's background read, which
+		// watches for the client going away and cancels the request's
+		// context if it fails; startBackgroundRead clears the connection's
+		// read deadline before it starts that read (net/http server.go, Go
+		// 1.26), before the handler for a request without a body (every
+		// GET stream) and when the handler reads a body to its end (a
+		// POST, before its SSE response). What the deadline does bound is
+		// the headers, the body, and the drain of a body the handler left
+		// unread. (A deadline set from a handler with ResponseController
+		// would be the one to end streams: it would reach that background
+		// read, golang/go#70834.) cmd/mcp-bridge's TestSlowRequestBody
+		// checks both halves against the real binary.
+		ReadTimeout:       rt,
+		ReadHeaderTimeout: min(10*time.Second, rt),
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -151,6 +152,15 @@ func Start(opts Options) (*Child, error) {
 		opts.OnMessage = func([]byte, bool) {}
 	}
 
+	// The program is found as LookPath says, in the child's PATH: what the
+	// bridge checked at start and what /readyz checks is what runs.
+	path, err := LookPath(opts.Argv[0], opts.Dir, opts.Env)
+	if err != nil {
+		return nil, fmt.Errorf("stdio: start %q: %w", opts.Argv[0], err)
+	}
+	if strings.ContainsRune(opts.Argv[0], '/') {
+		path = opts.Argv[0] // relative to Dir, which os/exec and the kernel apply
+	}
 	// Plain os.Pipe pairs rather than cmd.StdoutPipe: exec then hands the
 	// files straight to the child with no copying goroutines, Wait does not
 	// close our read ends under the reader (golang/go#60309), and our stdin
@@ -171,7 +181,8 @@ func Start(opts Options) (*Child, error) {
 		return nil, fmt.Errorf("stdio: stderr pipe: %w", err)
 	}
 
-	cmd := exec.Command(opts.Argv[0], opts.Argv[1:]...)
+	cmd := exec.Command(path, opts.Argv[1:]...)
+	cmd.Args[0] = opts.Argv[0]
 	cmd.Dir = opts.Dir
 	cmd.Env = opts.Env
 	if cmd.Env == nil {

@@ -33,13 +33,15 @@ func TestAuthConfigValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := []refusal{
-		{name: "token variable unset", args: []string{"--token-env", "NOPE_TOKEN"}, want: []string{"--token-env / MCP_BRIDGE_TOKEN_ENVS", "NOPE_TOKEN is not set"}},
+		// A name is shown only when its variable is set: one that is not
+		// may be the token itself (issue 10 point 10).
+		{name: "token variable unset", args: []string{"--token-env", "NOPE_TOKEN"}, want: []string{"--token-env / MCP_BRIDGE_TOKEN_ENVS", "not a variable set", "NAME of a variable"}, notWant: []string{"NOPE_TOKEN"}},
 		{name: "token variable empty", args: []string{"--token-env", "EMPTY_TOKEN"}, env: []string{"EMPTY_TOKEN="}, want: []string{"EMPTY_TOKEN is empty"}},
 		{name: "token too short", env: []string{"MCP_BRIDGE_TOKEN_ENVS=SHORT_TOKEN", "SHORT_TOKEN=hunter2"}, want: []string{"SHORT_TOKEN", "shorter"}, notWant: []string{"hunter2"}},
 		{name: "token with spaces", args: []string{"--token-env", "SPACE_TOKEN"}, env: []string{"SPACE_TOKEN=supersecret value 0123456789"}, want: []string{"SPACE_TOKEN"}, notWant: []string{"supersecret"}},
-		{name: "token variable name invalid", args: []string{"--token-env", "BAD-NAME"}, want: []string{"--token-env / MCP_BRIDGE_TOKEN_ENVS", "BAD-NAME"}},
+		{name: "token variable name invalid", args: []string{"--token-env", "BAD-NAME"}, want: []string{"--token-env / MCP_BRIDGE_TOKEN_ENVS", "NAME of a variable"}, notWant: []string{"BAD-NAME"}},
 		{name: "two variables, one token", args: []string{"--token-env", "A_TOKEN", "--token-env", "B_TOKEN"}, env: []string{"A_TOKEN=" + tokenAlice, "B_TOKEN=" + tokenAlice}, want: []string{"A_TOKEN and B_TOKEN hold the same token"}, notWant: []string{tokenAlice}},
-		{name: "JWT secret unset", args: []string{"--jwt-secret-env", "NOPE_SECRET", "--jwt-issuer", "https://i", "--public-url", "https://b/mcp"}, want: []string{"--jwt-secret-env / MCP_BRIDGE_JWT_SECRET_ENV", "NOPE_SECRET"}},
+		{name: "JWT secret unset", args: []string{"--jwt-secret-env", "NOPE_SECRET", "--jwt-issuer", "https://i", "--public-url", "https://b/mcp"}, want: []string{"--jwt-secret-env / MCP_BRIDGE_JWT_SECRET_ENV", "NAME of a variable"}, notWant: []string{"NOPE_SECRET"}},
 		{name: "JWT secret short", args: []string{"--jwt-secret-env", "S", "--jwt-issuer", "https://i", "--public-url", "https://b/mcp"}, env: []string{"S=supersecret"}, want: []string{"at least 32"}, notWant: []string{"supersecret"}},
 		{name: "JWT without issuer", args: []string{"--jwt-public-key", pemFile, "--public-url", "https://b/mcp"}, want: []string{"--jwt-issuer / MCP_BRIDGE_JWT_ISSUER"}},
 		{name: "JWT without audience", args: []string{"--jwt-public-key", pemFile, "--jwt-issuer", "https://i"}, want: []string{"--public-url"}},
@@ -120,6 +122,24 @@ func TestAuthProcess(t *testing.T) {
 	wantChallenge := `Bearer scope="mcp:tools", resource_metadata="https://bridge.example/.well-known/oauth-protected-resource/mcp"`
 	if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != wantChallenge {
 		t.Fatalf("no token: status %d, challenge %q; want 401, %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), wantChallenge)
+	}
+	// An empty bearer token is an invalid token: 401 and the challenge
+	// that starts a client's authorization flow, not 400 (issue 10 point
+	// 12). net/http trims the header, so "Bearer " arrives as "Bearer".
+	for _, h := range []string{"Bearer ", "Bearer"} {
+		req, _ := http.NewRequest(http.MethodPost, p.URL, strings.NewReader(initializeBody))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", h)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		want := `Bearer error="invalid_token", error_description="the access token is invalid, expired or not for this server", scope="mcp:tools", resource_metadata="https://bridge.example/.well-known/oauth-protected-resource/mcp"`
+		if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != want {
+			t.Errorf("Authorization %q: status %d, challenge %q; want 401, %q", h, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), want)
+		}
 	}
 	resp, err = http.Get(p.Base + "/.well-known/oauth-protected-resource/mcp")
 	if err != nil {

@@ -3,7 +3,8 @@ package main
 // TestBrowser is issue 4's browser evidence: a page in a real headless
 // Chromium, served from one loopback origin, uses the bridge on another
 // (CORS preflight, Authorization, the exposed Mcp-Session-Id and
-// WWW-Authenticate headers), and a page from a refused origin cannot.
+// WWW-Authenticate headers), and a page from a refused origin cannot: its
+// console shows why, and the bridge logs it (issue 10 point 11).
 
 import (
 	"bufio"
@@ -20,6 +21,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -196,6 +199,21 @@ func TestBrowser(t *testing.T) {
 	r := results[refused]
 	if r.Error != "" || r.Result.OK || !strings.Contains(r.Result.Error, "Failed to fetch") {
 		t.Errorf("%s: a refused origin reached the bridge: %+v", refused, r)
+	}
+	// Issue 10 point 11: the refused page's console shows the bridge's
+	// reason, and the bridge logs the refusal with the flag that allows it.
+	// Chromium prints the Access-Control-Allow-Origin the refusal carries.
+	origin := strings.TrimSuffix(refused, "/")
+	reason := "has a value 'refused-by-mcp-bridge:allow-it-with--allow-origin=" + origin + "' that is not equal to the supplied origin"
+	if !slices.ContainsFunc(r.Console, func(line string) bool { return strings.Contains(line, reason) }) {
+		t.Errorf("%s: the console does not show the bridge's reason (%q): %q", refused, reason, r.Console)
+	}
+	waitLogged(t, p, `level=WARN msg="request refused: origin not allowed" origin=`+regexp.QuoteMeta(origin)+
+		` method=OPTIONS path=/mcp hint="to allow this origin, start the bridge with --allow-origin `+regexp.QuoteMeta(origin)+`"`)
+	// No request of the refused page reached a child: the sessions are
+	// the two allowed pages'.
+	if m := scrapeMetrics(t, http.DefaultClient, p.Base); m["mcp_bridge_sessions_created_total"] != 2 {
+		t.Errorf("%v sessions created, want 2 (one per allowed page)", m["mcp_bridge_sessions_created_total"])
 	}
 	if strings.Contains(p.Stderr(), token) {
 		t.Error("the bridge logged the token")

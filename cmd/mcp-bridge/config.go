@@ -4,13 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
+	"net"
 	"net/url"
 	"os"
+	"path"
 	"reflect"
 	"regexp"
 	"slices"
@@ -61,6 +63,7 @@ type Config struct {
 	EventLogBytes   int           `env:"EVENT_LOG_BYTES" envDefault:"4194304" flag:"event-log-bytes" help:"bytes of SSE events a session keeps for resuming clients (the newest event is kept whatever its size); also caps the messages it holds while no stream is open"`
 	StopGrace       time.Duration `env:"STOP_GRACE" envDefault:"2s" flag:"stop-grace" help:"wait after closing a process's stdin, and again after SIGTERM, before SIGKILL"`
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"10s" flag:"shutdown-timeout" help:"on SIGINT/SIGTERM, how long requests in flight may take to finish"`
+	ReadTimeout     time.Duration `env:"READ_TIMEOUT" envDefault:"30s" flag:"read-timeout" help:"most time a client may take to send a request, headers and body (408, or the connection closed, past it); response streams are not bounded by it"`
 	SSEMaxDuration  time.Duration `env:"SSE_MAX_DURATION" envDefault:"0s" flag:"sse-max-duration" help:"close the connection of a 2025-11-25 session's SSE stream after this long (the client resumes with Last-Event-ID); 0: never"`
 	KeepAlive       time.Duration `env:"KEEPALIVE" envDefault:"15s" flag:"keepalive" help:"interval of SSE keep-alive comments"`
 	AllowOrigins    []string      `env:"ALLOW_ORIGINS" envSeparator:"," flag:"allow-origin" help:"browser origin allowed besides loopback ones, exact or with * (repeatable)"`
@@ -107,103 +110,71 @@ func (a *Argv) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// loadConfig reads the environment, then the flags, then validates. The
-// returned error names the flag and the variable at fault, never a value
-// that could be a secret.
+// loadConfig reads the environment, then the flags (flags.go), then
+// validates. The returned error names the flag and the variable at fault,
+// never a value that could be a secret. --help prints the usage to usage
+// and returns flag.ErrHelp; --version returns errVersion.
 func loadConfig(args []string, environ map[string]string, usage io.Writer) (Config, error) {
 	cfg, err := env.ParseAsWithOptions[Config](env.Options{Prefix: envPrefix, Environment: environ})
 	if err != nil {
 		return cfg, envError(err)
 	}
-	fs := flag.NewFlagSet("mcp-bridge", flag.ContinueOnError)
-	fs.SetOutput(usage)
-	fs.Usage = func() { printUsage(fs, usage) }
-	bindFlags(fs, &cfg)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(&cfg, args, usage); err != nil {
 		return cfg, err
-	}
-	if rest := fs.Args(); len(rest) > 0 {
-		cfg.Command = rest
 	}
 	return cfg, cfg.validate()
 }
 
-// bindFlags makes a flag of every field with a flag tag, defaulting to the
-// value the environment gave, so flags override the environment.
-func bindFlags(fs *flag.FlagSet, cfg *Config) {
-	v := reflect.ValueOf(cfg).Elem()
-	t := v.Type()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name := f.Tag.Get("flag")
-		if name == "" || name == "-" {
-			continue
-		}
-		help := f.Tag.Get("help") + " (env " + envPrefix + f.Tag.Get("env") + ")"
-		switch p := v.Field(i).Addr().Interface().(type) {
-		case *string:
-			fs.StringVar(p, name, *p, help)
-		case *int:
-			fs.IntVar(p, name, *p, help)
-		case *int64:
-			fs.Int64Var(p, name, *p, help)
-		case *bool:
-			fs.BoolVar(p, name, *p, help)
-		case *float64:
-			fs.Float64Var(p, name, *p, help)
-		case *time.Duration:
-			fs.DurationVar(p, name, *p, help)
-		case *[]string:
-			fs.Var(&listFlag{p: p}, name, help)
-		default:
-			panic("config: no flag type for field " + f.Name)
-		}
-	}
-}
+var (
+	envName  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	hostName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$`)
+)
 
-// listFlag is a repeatable flag; the first use replaces what the
-// environment gave, later ones append.
-type listFlag struct {
-	p   *[]string
-	set bool
-}
-
-func (l *listFlag) String() string {
-	if l.p == nil {
+// entry names the i-th of n values of a list setting in an error, by its
+// place, never by its value: "" for the only one, else "its 2nd entry: ".
+func entry(i, n int) string {
+	if n == 1 {
 		return ""
 	}
-	return strings.Join(*l.p, ",")
+	return "its " + auth.Ordinal(i+1) + " entry: "
 }
 
-func (l *listFlag) Set(s string) error {
-	if !l.set {
-		*l.p, l.set = nil, true
+// originShape: scheme://host[:port], as browsers send Origin, or such a
+// pattern with *; checked here so that a mistake (a token in the wrong
+// flag, say) is refused rather than allowed as an origin nobody sends.
+func originShape(o string) bool {
+	scheme, rest, ok := strings.Cut(strings.TrimSuffix(strings.TrimSpace(o), "/"), "://")
+	if !ok || scheme == "" || rest == "" || strings.ContainsAny(rest, "/?#@ ") {
+		return false
 	}
-	*l.p = append(*l.p, s)
-	return nil
+	if strings.Contains(o, "*") {
+		_, err := path.Match(o, "")
+		return err == nil
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host != ""
 }
-
-func printUsage(fs *flag.FlagSet, w io.Writer) {
-	fmt.Fprint(w, `Usage: mcp-bridge [flags] [-- command [args...]]
-       mcp-bridge demo-server
-
-Serves a stdio MCP server over Streamable HTTP, one process per session.
-Without a command it serves the built-in demo server.
-
-Flags:
-`)
-	fs.PrintDefaults()
-}
-
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func (c *Config) validate() error {
 	var errs []error
 	bad := func(field, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("invalid %s: %s", describe(field), fmt.Sprintf(format, a...)))
 	}
+	if c.Host != "" && net.ParseIP(c.Host) == nil && !hostName.MatchString(c.Host) {
+		bad("Host", "not an IP address or a host name")
+	}
 	if c.Port < 0 || c.Port > 65535 {
-		bad("Port", "%d is not a TCP port (0-65535)", c.Port)
+		bad("Port", "not a TCP port (0-65535)")
+	}
+	if c.Dir != "" {
+		if fi, err := os.Stat(c.Dir); err != nil || !fi.IsDir() {
+			bad("Dir", "not a directory")
+		}
+	}
+	for i, o := range c.AllowOrigins {
+		if !originShape(o) {
+			bad("AllowOrigins", "%snot an origin: want scheme://host[:port], with * for any run of characters", entry(i, len(c.AllowOrigins)))
+		}
 	}
 	if !strings.HasPrefix(c.Path, "/") || c.Path == "/healthz" {
 		bad("Path", "must start with / and not be /healthz")
@@ -221,13 +192,13 @@ func (c *Config) validate() error {
 	default:
 		bad("Mode", "want per-session, shared or per-identity")
 	}
-	for _, ce := range c.ClaimEnv {
+	for i, ce := range c.ClaimEnv {
 		claim, name, ok := strings.Cut(ce, "=")
 		switch {
 		case !ok || claim == "" || !envName.MatchString(name):
-			bad("ClaimEnv", "%q is not claim=VARIABLE", ce)
+			bad("ClaimEnv", "%snot CLAIM=VARIABLE: a claim, and the NAME of a variable to put it in", entry(i, len(c.ClaimEnv)))
 		case strings.HasPrefix(name, envPrefix):
-			bad("ClaimEnv", "%s: variables named %s* are the bridge's own", name, envPrefix)
+			bad("ClaimEnv", "%svariables named %s* are the bridge's own", entry(i, len(c.ClaimEnv)), envPrefix)
 		}
 	}
 	if len(c.ClaimEnv) > 0 && (c.Mode == "shared" || c.Stateless) {
@@ -261,6 +232,7 @@ func (c *Config) validate() error {
 		"MaxSessions": int64(c.MaxSessions), "IdleTimeout": int64(c.IdleTimeout), "QueueLimit": int64(c.QueueLimit),
 		"EventLogEvents": int64(c.EventLogEvents), "EventLogBytes": int64(c.EventLogBytes),
 		"StopGrace": int64(c.StopGrace), "ShutdownTimeout": int64(c.ShutdownTimeout), "KeepAlive": int64(c.KeepAlive),
+		"ReadTimeout": int64(c.ReadTimeout),
 	}
 	for _, field := range slices.Sorted(maps.Keys(positive)) {
 		if positive[field] <= 0 {
@@ -280,14 +252,14 @@ func (c *Config) validate() error {
 		// Only the name is shown: the value may well be a secret.
 		name, _, ok := strings.Cut(kv, "=")
 		if !ok || !envName.MatchString(name) {
-			bad("Env", "entry %d is not NAME=value with a valid NAME", i+1)
+			bad("Env", "%snot NAME=value with a valid NAME", entry(i, len(c.Env)))
 		} else if strings.HasPrefix(name, envPrefix) {
-			bad("Env", "%s: variables named %s* are the bridge's own and never reach the server", name, envPrefix)
+			bad("Env", "%svariables named %s* are the bridge's own and never reach the server", entry(i, len(c.Env)), envPrefix)
 		}
 	}
-	for _, name := range c.HideEnv {
+	for i, name := range c.HideEnv {
 		if !envName.MatchString(name) {
-			bad("HideEnv", "%q is not a valid variable name", name)
+			bad("HideEnv", "%snot a valid variable name: the flag takes the NAME of a variable", entry(i, len(c.HideEnv)))
 		}
 	}
 	if len(c.Command) > 0 && c.Command[0] == "" {
@@ -309,14 +281,16 @@ func (c *Config) validateVisibility() []error {
 	bad := func(field, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("invalid %s: %s", describe(field), fmt.Sprintf(format, a...)))
 	}
-	if _, err := auth.ParseSubjects(c.Admins); err != nil {
-		bad("Admins", "%v", err)
+	for i, a := range c.Admins {
+		if _, err := auth.ParseSubject(a); err != nil {
+			bad("Admins", "%s%v", entry(i, len(c.Admins)), err)
+		}
 	}
 	if len(c.Admins) > 0 && len(c.TokenEnvs) == 0 && c.JWTSecretEnv == "" && c.JWTPublicKey == "" && c.JWKSURL == "" {
 		bad("Admins", "admins mean nothing without authentication (--token-env or a JWT key): the one anonymous principal sees everything")
 	}
 	if n := c.MetricsTokenEnv; n != "" && (!envName.MatchString(n) || strings.HasPrefix(n, envPrefix)) {
-		bad("MetricsTokenEnv", "%q is not a valid variable name outside %s*", n, envPrefix)
+		bad("MetricsTokenEnv", "not a valid variable name outside %s*: the flag takes the NAME of a variable that holds a token, never the token", envPrefix)
 	}
 	return errs
 }
@@ -362,15 +336,18 @@ func (c *Config) validateAuth() []error {
 	bad := func(field, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("invalid %s: %s", describe(field), fmt.Sprintf(format, a...)))
 	}
-	for _, name := range c.TokenEnvs {
+	for i, name := range c.TokenEnvs {
 		if !envName.MatchString(name) {
-			bad("TokenEnvs", "%q is not a valid variable name", name)
+			bad("TokenEnvs", "%snot a valid variable name: the flag takes the NAME of a variable that holds a token, never the token", entry(i, len(c.TokenEnvs)))
 		} else if strings.HasPrefix(name, envPrefix) {
-			bad("TokenEnvs", "%s: variables named %s* are the bridge's settings, not tokens", name, envPrefix)
+			bad("TokenEnvs", "%svariables named %s* are the bridge's settings, not tokens", entry(i, len(c.TokenEnvs)), envPrefix)
 		}
 	}
-	if c.JWTSecretEnv != "" && (!envName.MatchString(c.JWTSecretEnv) || strings.HasPrefix(c.JWTSecretEnv, envPrefix)) {
-		bad("JWTSecretEnv", "%q is not a valid variable name outside %s*", c.JWTSecretEnv, envPrefix)
+	switch {
+	case c.JWTSecretEnv != "" && !envName.MatchString(c.JWTSecretEnv):
+		bad("JWTSecretEnv", "not a valid variable name: the flag takes the NAME of a variable that holds the secret, never the secret")
+	case strings.HasPrefix(c.JWTSecretEnv, envPrefix):
+		bad("JWTSecretEnv", "variables named %s* are the bridge's settings, not secrets", envPrefix)
 	}
 	keys := 0
 	for _, set := range []string{c.JWTSecretEnv, c.JWTPublicKey, c.JWKSURL} {
@@ -387,8 +364,12 @@ func (c *Config) validateAuth() []error {
 		bad("JWTIssuer", "a JWT key needs the issuer whose tokens it verifies")
 	case keys == 1 && len(c.JWTAudiences) == 0 && c.PublicURL == "":
 		bad("JWTAudiences", "JWTs must be checked against this server's URL: set --public-url (or --jwt-audience)")
-	case keys == 0 && (c.JWTIssuer != "" || len(c.JWTAudiences) > 0 || len(c.RequireScopes) > 0):
+	case keys == 0 && c.JWTIssuer != "":
 		bad("JWTIssuer", "the JWT settings need a key: --jwt-secret-env, --jwt-public-key or --jwks-url")
+	case keys == 0 && len(c.JWTAudiences) > 0:
+		bad("JWTAudiences", "the JWT settings need a key: --jwt-secret-env, --jwt-public-key or --jwks-url")
+	case keys == 0 && len(c.RequireScopes) > 0:
+		bad("RequireScopes", "the JWT settings need a key: --jwt-secret-env, --jwt-public-key or --jwks-url")
 	}
 	for _, a := range c.JWTAudiences {
 		if a == "" {
@@ -400,9 +381,9 @@ func (c *Config) validateAuth() []error {
 			bad("PublicURL", "%v", err)
 		}
 	}
-	for _, s := range c.AuthServers {
+	for i, s := range c.AuthServers {
 		if u, err := url.Parse(s); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			bad("AuthServers", "%q is not an absolute http(s) URL", s)
+			bad("AuthServers", "%snot an absolute http(s) URL", entry(i, len(c.AuthServers)))
 		}
 	}
 	if len(c.AuthServers) > 0 && len(c.TokenEnvs) == 0 && keys == 0 {
@@ -421,9 +402,9 @@ func (c *Config) validateAuth() []error {
 		field string
 		rules []string
 	}{{"ToolAllow", c.ToolAllow}, {"ToolDeny", c.ToolDeny}} {
-		for _, r := range list.rules {
+		for i, r := range list.rules {
 			if _, err := auth.ParseToolRule(r, false); err != nil {
-				bad(list.field, "%v", err)
+				bad(list.field, "%s%v", entry(i, len(list.rules)), err)
 			}
 		}
 	}
@@ -465,21 +446,27 @@ func (c *Config) verifier(ctx context.Context, lookup func(string) (string, bool
 		vs = append(vs, st)
 	}
 	jc := auth.JWTConfig{Issuer: c.JWTIssuer, Audiences: c.jwtAudiences(), RequiredScopes: c.RequireScopes, JWKSURL: c.JWKSURL, Logger: log}
+	source := "JWKSURL"
 	switch {
 	case c.JWTSecretEnv != "":
 		secret, ok := lookup(c.JWTSecretEnv)
-		if !ok || secret == "" {
-			return nil, fmt.Errorf("%s: variable %s is not set or empty", describe("JWTSecretEnv"), c.JWTSecretEnv)
+		switch {
+		case !ok:
+			// Not named: a "name" that is not set may be the secret itself.
+			return nil, fmt.Errorf("%s: the name given is not a variable set in the environment: give the NAME of a variable that holds the secret, never the secret", describe("JWTSecretEnv"))
+		case secret == "":
+			return nil, fmt.Errorf("%s: variable %s is empty", describe("JWTSecretEnv"), c.JWTSecretEnv)
 		}
-		jc.Secret = []byte(secret)
+		jc.Secret, source = []byte(secret), "JWTSecretEnv"
 	case c.JWTPublicKey != "":
 		pemBytes, err := os.ReadFile(c.JWTPublicKey)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", describe("JWTPublicKey"), err)
+			return nil, fmt.Errorf("%s: cannot read the file: %w", describe("JWTPublicKey"), pathless(err))
 		}
 		if jc.PublicKeys, err = auth.ParsePublicKeysPEM(pemBytes); err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", describe("JWTPublicKey"), c.JWTPublicKey, err)
+			return nil, fmt.Errorf("%s: %w", describe("JWTPublicKey"), err)
 		}
+		source = "JWTPublicKey"
 	case c.JWKSURL == "":
 		if len(vs) == 0 {
 			return nil, nil
@@ -488,7 +475,7 @@ func (c *Config) verifier(ctx context.Context, lookup func(string) (string, bool
 	}
 	j, err := auth.NewJWT(ctx, jc)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", describe(source), err)
 	}
 	return auth.Any(append(vs, j)...), nil
 }
@@ -510,6 +497,16 @@ func (c *Config) authServers() []string {
 		return c.AuthServers
 	}
 	return []string{c.JWTIssuer}
+}
+
+// pathless is err without the path a *fs.PathError quotes: the path is a
+// setting's value, which errors do not show.
+func pathless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // orOff maps a duration flag whose 0 means "off" to the bridge's
@@ -542,7 +539,7 @@ func describe(field string) string {
 func envError(err error) error {
 	var agg env.AggregateError
 	if !errors.As(err, &agg) {
-		return err
+		return fmt.Errorf("invalid %s* settings (%T)", envPrefix, err)
 	}
 	var out []error
 	for _, e := range agg.Errors {
@@ -551,7 +548,9 @@ func envError(err error) error {
 			out = append(out, fmt.Errorf("invalid %s: cannot parse it as %s", describe(pe.Name), kindOf(pe.Type)))
 			continue
 		}
-		out = append(out, e)
+		// Other errors of the package come from tags Config does not use;
+		// their messages could quote a value, so only the kind is told.
+		out = append(out, fmt.Errorf("invalid %s* settings (%T)", envPrefix, e))
 	}
 	return errors.Join(out...)
 }
@@ -564,6 +563,8 @@ func kindOf(t reflect.Type) string {
 		return "a JSON array of strings"
 	}
 	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
 	case reflect.Int, reflect.Int64:
 		return "an integer"
 	case reflect.Float64:

@@ -230,3 +230,51 @@ func checkLegacyTSResult(t *testing.T, res testpeers.TSResult) {
 		t.Errorf("mode %q, session %q, version %q", res.Mode, res.SessionID, res.ProtocolVersion)
 	}
 }
+
+// TestLegacyClaimEnv is issue 10 point 14: a legacy HTTP+SSE session
+// starts its child with the --claim-env variables of its principal, as a
+// Streamable HTTP session does. The Go SDK's two client transports each
+// start a session as the same token principal, and the badchild reports
+// its environment.
+func TestLegacyClaimEnv(t *testing.T) {
+	badchild := testpeers.BuildGo(t, "./testdata/badchild")
+	for _, mode := range []string{"per-session", "per-identity"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			env := append(environWithout(envPrefix), "ALICE_TOKEN="+tokenAlice)
+			p := startBridge(t, env, "--mode", mode, "--token-env", "ALICE_TOKEN", "--claim-env", "sub=MCP_USER", "--", badchild)
+			ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
+			defer cancel()
+			hc := &http.Client{Transport: bearerTransport{tokenAlice, http.DefaultTransport}}
+			sseURL := strings.TrimSuffix(p.URL, "/mcp") + "/sse"
+			for _, tc := range []struct {
+				name      string
+				transport mcp.Transport
+			}{
+				{"legacy HTTP+SSE", &mcp.SSEClientTransport{Endpoint: sseURL, HTTPClient: hc}},
+				{"Streamable HTTP", &mcp.StreamableClientTransport{Endpoint: p.URL, HTTPClient: hc}},
+			} {
+				client := mcp.NewClient(&mcp.Implementation{Name: "claim-env", Version: "1"}, nil)
+				cs, err := client.Connect(ctx, tc.transport, nil)
+				if err != nil {
+					t.Fatalf("%s: connect: %v", tc.name, err)
+				}
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "env", Arguments: map[string]any{}})
+				if err != nil || len(res.Content) != 1 {
+					t.Fatalf("%s: env: %v %v", tc.name, err, res)
+				}
+				text := res.Content[0].(*mcp.TextContent).Text
+				var user []string
+				for _, kv := range strings.Split(text, "\n") {
+					if strings.HasPrefix(kv, "MCP_USER=") {
+						user = append(user, kv)
+					}
+				}
+				if !slices.Equal(user, []string{"MCP_USER=ALICE_TOKEN"}) {
+					t.Errorf("%s: the child's MCP_USER: %q, want exactly MCP_USER=ALICE_TOKEN (--claim-env sub=MCP_USER)", tc.name, user)
+				}
+				cs.Close()
+			}
+		})
+	}
+}

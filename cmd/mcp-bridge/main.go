@@ -9,11 +9,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,6 +29,12 @@ import (
 )
 
 func main() {
+	// Subcommands come alone, first; any other word before -- is refused
+	// (flags.go), so a subcommand is never taken for the server's command.
+	if len(os.Args) == 2 && os.Args[1] == "version" {
+		fmt.Println(versionString())
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "demo-server" {
 		if err := demo.Run(context.Background()); err != nil {
 			fmt.Fprintln(os.Stderr, "demo-server:", err)
@@ -35,12 +44,16 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Environ(), os.Stderr))
+	os.Exit(run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
 }
 
-func run(ctx context.Context, args, environ []string, stderr io.Writer) int {
+func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	cfg, err := loadConfig(args, envMap(environ), stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errVersion):
+		fmt.Fprintln(stdout, versionString())
 		return 0
 	}
 	if err != nil {
@@ -67,11 +80,11 @@ func run(ctx context.Context, args, environ []string, stderr io.Writer) int {
 	switch cfg.AuditLog {
 	case "":
 	case "-":
-		audit = os.Stdout
+		audit = stdout
 	default:
 		f, err := os.OpenFile(cfg.AuditLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
-			fmt.Fprintf(stderr, "mcp-bridge: --audit-log: %v\n", err)
+			fmt.Fprintf(stderr, "mcp-bridge: invalid %s: cannot open the file: %v\n", describe("AuditLog"), pathless(err))
 			return 2
 		}
 		defer f.Close()
@@ -117,6 +130,14 @@ func run(ctx context.Context, args, environ []string, stderr io.Writer) int {
 		EventLogEvents: cfg.EventLogEvents,
 		EventLogBytes:  cfg.EventLogBytes,
 		Logger:         log,
+	}
+	if cfg.ConfigFile == "" {
+		// Found now, or never: a bridge that listens with a command it
+		// cannot start would answer every client with an error.
+		if err := commandError(command[0], cfg.Dir, bcfg.Env, "--cwd"); err != nil {
+			fmt.Fprintf(stderr, "mcp-bridge: %v\n", err)
+			return 2
+		}
 	}
 	hopts := httpapi.Options{
 		Path:             cfg.Path,
@@ -188,7 +209,7 @@ type served interface {
 // serve listens with h, serving path (for the log), until ctx ends, then
 // shuts down: the HTTP server and the children of b.
 func serve(ctx context.Context, cfg Config, log *slog.Logger, h http.Handler, b served, path string, what ...any) int {
-	srv := &httpapi.Server{Addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), Handler: h}
+	srv := &httpapi.Server{Addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), Handler: h, ReadTimeout: cfg.ReadTimeout}
 	if err := srv.Open(); err != nil {
 		log.Error("cannot listen", "err", err)
 		_ = b.Close(context.Background())
@@ -242,6 +263,24 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, h http.Handler, b 
 	}
 	log.Info("stopped")
 	return 0
+}
+
+// commandError says, naming the command, why a server's command (argv0,
+// run in dir with env) cannot be started, as the spawn would find it
+// (stdio.LookPath); nil when it can. cwd names the setting of dir.
+func commandError(argv0, dir string, env []string, cwd string) error {
+	_, err := stdio.LookPath(argv0, dir, env)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, exec.ErrNotFound):
+		return fmt.Errorf("command %q not found: no executable of that name in the server's PATH", argv0)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("command %q is not an executable file", argv0)
+	case !filepath.IsAbs(argv0) && dir != "":
+		return fmt.Errorf("command %q not found: no such file (relative to %s)", argv0, cwd)
+	}
+	return fmt.Errorf("command %q not found: no such file", argv0)
 }
 
 // answerGrace is how long, once every child is stopped at shutdown, the

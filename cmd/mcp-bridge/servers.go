@@ -214,12 +214,15 @@ func resolveServer(fe *fileErrors, name string, e serverEntry, cfg *Config, vars
 		switch _, set := vars[from]; {
 		case childVarProblem(k) != "":
 			bad("envFrom", "%q %s", k, childVarProblem(k))
+		// The variable is named only once it is known to be one that is
+		// set: what stands in its place may be the secret itself, written
+		// where its variable's name belongs.
 		case !envName.MatchString(from) || strings.HasPrefix(from, envPrefix):
-			bad("envFrom", "%s: %q is not a variable name outside %s*", k, from, envPrefix)
+			bad("envFrom", "%s: not a variable name outside %s*: give the NAME of a variable of the bridge's environment, never its value", k, envPrefix)
+		case !set:
+			bad("envFrom", "%s: the variable it names is not set in the bridge's environment: give the NAME of a variable, never its value", k)
 		case tokenVars[from]:
 			bad("envFrom", "%s: %s holds a token of the bridge, which no server may see", k, from)
-		case !set:
-			bad("envFrom", "%s: variable %s is not set in the bridge's environment", k, from)
 		}
 		if _, dup := e.Env[k]; dup {
 			bad("envFrom", "%s is in \"env\" too", k)
@@ -266,9 +269,9 @@ func resolveServer(fe *fileErrors, name string, e serverEntry, cfg *Config, vars
 			bad("maxSessions", "must be greater than zero")
 		}
 	}
-	for _, v := range e.TokenEnvs {
+	for i, v := range e.TokenEnvs {
 		if !envName.MatchString(v) || strings.HasPrefix(v, envPrefix) {
-			bad("tokenEnvs", "%q is not a variable name outside %s*", v, envPrefix)
+			bad("tokenEnvs", "%snot a variable name outside %s*: give the NAME of a variable that holds a token, never the token", entry(i, len(e.TokenEnvs)), envPrefix)
 		}
 	}
 	if len(fe.errs) == n && len(e.TokenEnvs) > 0 {
@@ -283,9 +286,9 @@ func resolveServer(fe *fileErrors, name string, e serverEntry, cfg *Config, vars
 		field string
 		rules []string
 	}{{"toolAllow", e.ToolAllow}, {"toolDeny", e.ToolDeny}} {
-		for _, r := range list.rules {
+		for i, r := range list.rules {
 			if _, err := auth.ParseToolRule(r, false); err != nil {
-				bad(list.field, "%v", err)
+				bad(list.field, "%s%v", entry(i, len(list.rules)), err)
 			}
 		}
 	}
@@ -408,6 +411,8 @@ type serverSet struct {
 	bridge  bridge.Config   // the flags' settings, which each server's start from
 	http    httpapi.Options // the same
 	log     *slog.Logger
+
+	served map[string]httpapi.MountSpec // what the last load applied, by name; owned by load
 }
 
 // openServers reads the file and starts serving its servers. bc and ho
@@ -461,27 +466,47 @@ func (s *serverSet) reloadOn(ctx context.Context, sig <-chan os.Signal) {
 func (s *serverSet) load() error {
 	data, err := os.ReadFile(s.file)
 	if err != nil {
-		return fmt.Errorf("%s: %w", describe("ConfigFile"), err)
+		// No path: until the file is read, it is only a setting's value.
+		return fmt.Errorf("%s: cannot read the file: %w", describe("ConfigFile"), pathless(err))
 	}
 	specs, err := parseServers(s.file, data, &s.cfg, s.environ)
 	if err != nil {
 		return err
 	}
-	mounts := make([]httpapi.MountSpec, 0, len(specs))
-	for _, sp := range specs {
-		ms, err := s.mountSpec(sp)
-		if err != nil {
-			return fmt.Errorf("%s: server %q: %w", s.file, sp.Name, err)
+	mounts, refused, err := s.mounts(specs)
+	if err != nil {
+		return err
+	}
+	if s.served == nil && len(refused) > 0 && len(refused) == len(specs) {
+		// At start, a file none of whose servers can start is a mistake
+		// to report, not a bridge to run serving nothing.
+		errs := []error{fmt.Errorf("%s: no server can start", s.file)}
+		for _, r := range refused {
+			errs = append(errs, fmt.Errorf("%s: server %q: %w", s.file, r.name, r.err))
 		}
-		mounts = append(mounts, ms)
+		return errors.Join(errs...)
 	}
 	ch, err := s.Apply(mounts)
 	if err != nil {
 		return err
 	}
+	s.served = make(map[string]httpapi.MountSpec, len(mounts))
+	for _, ms := range mounts {
+		s.served[ms.Name] = ms
+	}
+	var refusedNames []string
+	for _, r := range refused {
+		refusedNames = append(refusedNames, r.name)
+		if r.kept {
+			s.log.Error("server refused; it keeps its current settings", "server", r.name, "err", r.err)
+		} else {
+			s.log.Error("server refused; it is not served", "server", r.name, "err", r.err)
+		}
+	}
 	s.log.Info("servers loaded", "config", s.file,
 		"added", strings.Join(ch.Added, ","), "removed", strings.Join(ch.Removed, ","),
-		"restarted", strings.Join(ch.Restarted, ","), "unchanged", strings.Join(ch.Unchanged, ","))
+		"restarted", strings.Join(ch.Restarted, ","), "unchanged", strings.Join(ch.Unchanged, ","),
+		"refused", strings.Join(refusedNames, ","))
 	if len(specs) == 0 {
 		s.log.Warn("the config file lists no enabled server", "config", s.file)
 	}
@@ -491,6 +516,40 @@ func (s *serverSet) load() error {
 		}
 	}
 	return nil
+}
+
+// refusedServer is a server of the file that cannot be served: its
+// command cannot be found. kept: it is served already, and keeps its
+// settings.
+type refusedServer struct {
+	name string
+	err  error
+	kept bool
+}
+
+// mounts are the servers of specs as Apply takes them, and the ones
+// refused. A server whose command cannot be found is refused alone: the
+// others are served. One already served keeps its current settings (and
+// sessions), as a file that cannot be read changes nothing.
+func (s *serverSet) mounts(specs []serverSpec) ([]httpapi.MountSpec, []refusedServer, error) {
+	mounts := make([]httpapi.MountSpec, 0, len(specs))
+	var refused []refusedServer
+	for _, sp := range specs {
+		if err := commandError(sp.Command[0], sp.Dir, sp.Env, `its "cwd"`); err != nil {
+			cur, kept := s.served[sp.Name]
+			if kept {
+				mounts = append(mounts, cur)
+			}
+			refused = append(refused, refusedServer{sp.Name, err, kept})
+			continue
+		}
+		ms, err := s.mountSpec(sp)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: server %q: %w", s.file, sp.Name, err)
+		}
+		mounts = append(mounts, ms)
+	}
+	return mounts, refused, nil
 }
 
 // mountSpec is the bridge and endpoint of one server: the flags'

@@ -74,7 +74,9 @@ func TestServersFileInvalid(t *testing.T) {
 			want:    []string{`server "github": field "env": "MCP_BRIDGE_PORT" is named like the bridge's own settings`},
 			notWant: []string{"supersecret"},
 		},
-		{name: "envFrom unset", file: `{"mcpServers": {"github": {"command": "x", "envFrom": {"KEY": "NOT_SET_ANYWHERE"}}}}`, want: []string{`server "github": field "envFrom": KEY: variable NOT_SET_ANYWHERE is not set`}},
+		// A name that is not set is not shown: it may be the secret,
+		// written where its variable's name belongs.
+		{name: "envFrom unset", file: `{"mcpServers": {"github": {"command": "x", "envFrom": {"KEY": "ghp_NotSetAnywhere0123456789"}}}}`, want: []string{`server "github": field "envFrom": KEY: the variable it names is not set in the bridge's environment: give the NAME of a variable`}, notWant: []string{"ghp_NotSetAnywhere0123456789"}},
 		{name: "envFrom bad source", file: `{"mcpServers": {"github": {"command": "x", "envFrom": {"KEY": "not a name"}}}}`, want: []string{`field "envFrom": KEY:`}},
 		{
 			name:    "envFrom of a --token-env variable",
@@ -101,7 +103,7 @@ func TestServersFileInvalid(t *testing.T) {
 		{name: "idle timeout", file: `{"mcpServers": {"a": {"command": "x", "idleTimeout": "forever"}}}`, want: []string{`server "a": field "idleTimeout": want a duration`}, notWant: []string{"forever"}},
 		{name: "idle timeout zero", file: `{"mcpServers": {"a": {"command": "x", "idleTimeout": "0s"}}}`, want: []string{`server "a": field "idleTimeout"`}},
 		{name: "max sessions", file: `{"mcpServers": {"a": {"command": "x", "maxSessions": 0}}}`, want: []string{`server "a": field "maxSessions": must be greater than zero`}},
-		{name: "token variable unset", file: `{"mcpServers": {"a": {"command": "x", "tokenEnvs": ["NO_SUCH_TOKEN"]}}}`, want: []string{`server "a": field "tokenEnvs": token variable NO_SUCH_TOKEN is not set`}},
+		{name: "token variable unset", file: `{"mcpServers": {"a": {"command": "x", "tokenEnvs": ["NO_SUCH_TOKEN"]}}}`, want: []string{`server "a": field "tokenEnvs": the name given is not a variable set in the environment: give the NAME of a variable`}, notWant: []string{"NO_SUCH_TOKEN"}},
 		{name: "token variable of the bridge's prefix", file: `{"mcpServers": {"a": {"command": "x", "tokenEnvs": ["MCP_BRIDGE_TOKEN"]}}}`, want: []string{`server "a": field "tokenEnvs"`}},
 		{
 			name:    "token too short",

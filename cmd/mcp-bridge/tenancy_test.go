@@ -34,11 +34,12 @@ func TestVisibilityConfigValidation(t *testing.T) {
 		{name: "admin with an empty scope", args: []string{"--token-env", "ALICE_TOKEN", "--admin", "scope:"}, env: tokens, want: []string{"--admin / MCP_BRIDGE_ADMINS", "scope is empty"}},
 		{name: "admin with an empty token name", env: append(tokens, "MCP_BRIDGE_TOKEN_ENVS=ALICE_TOKEN", "MCP_BRIDGE_ADMINS=ALICE_TOKEN,token:"), want: []string{"--admin / MCP_BRIDGE_ADMINS", "token is empty"}},
 		{name: "admin without authentication", args: []string{"--admin", "ROOT"}, want: []string{"--admin / MCP_BRIDGE_ADMINS", "without authentication"}},
-		{name: "metrics token unset", args: []string{"--metrics-token-env", "METRICS_TOKEN"}, want: []string{"--metrics-token-env / MCP_BRIDGE_METRICS_TOKEN_ENV", "METRICS_TOKEN is not set"}},
+		// An unset or invalid name is not shown: it may be the token itself.
+		{name: "metrics token unset", args: []string{"--metrics-token-env", "NOPE_METRICS_TOK"}, want: []string{"--metrics-token-env / MCP_BRIDGE_METRICS_TOKEN_ENV", "not a variable set", "NAME of a variable"}, notWant: []string{"NOPE_METRICS_TOK"}},
 		{name: "metrics token empty", env: []string{"MCP_BRIDGE_METRICS_TOKEN_ENV=METRICS_TOKEN", "METRICS_TOKEN="}, want: []string{"--metrics-token-env / MCP_BRIDGE_METRICS_TOKEN_ENV", "METRICS_TOKEN is empty"}},
 		{name: "metrics token short", args: []string{"--metrics-token-env", "METRICS_TOKEN"}, env: []string{"METRICS_TOKEN=hunter2"}, want: []string{"METRICS_TOKEN", "shorter"}, notWant: []string{"hunter2"}},
 		{name: "metrics token with spaces", args: []string{"--metrics-token-env", "METRICS_TOKEN"}, env: []string{"METRICS_TOKEN=supersecret value 0123456789"}, want: []string{"METRICS_TOKEN"}, notWant: []string{"supersecret"}},
-		{name: "metrics token variable name invalid", args: []string{"--metrics-token-env", "BAD-NAME"}, want: []string{"--metrics-token-env / MCP_BRIDGE_METRICS_TOKEN_ENV", "BAD-NAME"}},
+		{name: "metrics token variable name invalid", args: []string{"--metrics-token-env", "BAD-NAME"}, want: []string{"--metrics-token-env / MCP_BRIDGE_METRICS_TOKEN_ENV", "NAME of a variable"}, notWant: []string{"BAD-NAME"}},
 		{name: "metrics token variable of the bridge's own", args: []string{"--metrics-token-env", "MCP_BRIDGE_X"}, want: []string{"--metrics-token-env / MCP_BRIDGE_METRICS_TOKEN_ENV"}},
 		{name: "a server's envFrom names the metrics token", args: []string{"--config", servers, "--metrics-token-env", "METRICS_TOKEN"}, env: []string{"METRICS_TOKEN=" + scrape}, want: []string{`field "envFrom"`, "METRICS_TOKEN holds a token of the bridge"}, notWant: []string{scrape}},
 	})

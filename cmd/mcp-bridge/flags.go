@@ -1,0 +1,225 @@
+package main
+
+// The command line: a flag for every field of Config, --version, the
+// command after --, and the errors of parsing them. Those errors name the
+// flag and its variable but never the value given: a token pasted where a
+// variable's name belongs (--token-env "$(cat token.txt)") must not come
+// back in a terminal or a CI log. The flag package's own messages quote
+// the value ("invalid value \"…\" for flag -x") and print the whole usage
+// after every mistake, so they are silenced and rewritten here.
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"reflect"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// errVersion: --version was given; the caller prints the version.
+var errVersion = errors.New("version requested")
+
+// parseFlags sets cfg from args, over what the environment gave it: the
+// flags, then the command after --. Any other word before -- is refused
+// (a command given without -- used to become the command, so that
+// "mcp-bridge version" served a program named version).
+func parseFlags(cfg *Config, args []string, usage io.Writer) error {
+	fs := flag.NewFlagSet("mcp-bridge", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	var failed string // the field whose value did not parse
+	bindFlags(fs, cfg, &failed)
+	version := fs.Bool("version", false, "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(usage)
+			return err
+		}
+		return flagError(err, failed)
+	}
+	if *version {
+		return errVersion
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		return nil
+	}
+	if n := len(args) - len(rest); n == 0 || args[n-1] != "--" {
+		return strayWord(fs, args[:n], rest[0])
+	}
+	cfg.Command = rest
+	return nil
+}
+
+// bindFlags makes a flag of every field of cfg with a flag tag, defaulting
+// to the value the field holds (what the environment gave), so flags
+// override the environment. With failed set, each flag's value records
+// the field it sets in *failed when it cannot parse what it is given.
+func bindFlags(fs *flag.FlagSet, cfg *Config, failed *string) {
+	v := reflect.ValueOf(cfg).Elem()
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name := f.Tag.Get("flag")
+		if name == "" || name == "-" {
+			continue
+		}
+		help := f.Tag.Get("help") + " (env " + envPrefix + f.Tag.Get("env") + ")"
+		// The flag package's own values, made on a scratch set: their
+		// types give --help its "int", "duration" and defaults.
+		scratch := flag.NewFlagSet("", flag.ContinueOnError)
+		switch p := v.Field(i).Addr().Interface().(type) {
+		case *string:
+			scratch.StringVar(p, name, *p, help)
+		case *int:
+			scratch.IntVar(p, name, *p, help)
+		case *int64:
+			scratch.Int64Var(p, name, *p, help)
+		case *bool:
+			scratch.BoolVar(p, name, *p, help)
+		case *float64:
+			scratch.Float64Var(p, name, *p, help)
+		case *time.Duration:
+			scratch.DurationVar(p, name, *p, help)
+		case *[]string:
+			scratch.Var(&listFlag{p: p}, name, help)
+		default:
+			panic("config: no flag type for field " + f.Name)
+		}
+		value := scratch.Lookup(name).Value
+		if failed != nil {
+			value = recorded(value, f.Name, failed)
+		}
+		fs.Var(value, name, help)
+	}
+}
+
+// recordedValue is a flag's value that notes which field it sets when it
+// cannot parse what it is given, so that the error can name the flag and
+// its variable without the value.
+type recordedValue struct {
+	flag.Value
+	field  string
+	failed *string
+}
+
+func (r *recordedValue) Set(s string) error {
+	if err := r.Value.Set(s); err != nil {
+		*r.failed = r.field
+		return err
+	}
+	return nil
+}
+
+func (r *recordedValue) String() string {
+	if r == nil || r.Value == nil {
+		return ""
+	}
+	return r.Value.String()
+}
+
+// recordedBool is a recordedValue of a true/false flag, which takes no
+// separate argument.
+type recordedBool struct{ *recordedValue }
+
+func (recordedBool) IsBoolFlag() bool { return true }
+
+func recorded(v flag.Value, field string, failed *string) flag.Value {
+	r := &recordedValue{Value: v, field: field, failed: failed}
+	if b, ok := v.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		return recordedBool{r}
+	}
+	return r
+}
+
+// listFlag is a repeatable flag; the first use replaces what the
+// environment gave, later ones append.
+type listFlag struct {
+	p   *[]string
+	set bool
+}
+
+func (l *listFlag) String() string {
+	if l.p == nil {
+		return ""
+	}
+	return strings.Join(*l.p, ",")
+}
+
+func (l *listFlag) Set(s string) error {
+	if !l.set {
+		*l.p, l.set = nil, true
+	}
+	*l.p = append(*l.p, s)
+	return nil
+}
+
+// helpHint ends every command-line error: one line, then where the flags
+// are listed, rather than the whole usage.
+const helpHint = "; run mcp-bridge --help for the flags"
+
+var flagNameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
+
+// flagError rewrites an error of the flag package without the value it
+// quotes. failed is the field whose value did not parse, if that was it.
+func flagError(err error, failed string) error {
+	if failed != "" {
+		f, _ := reflect.TypeFor[Config]().FieldByName(failed)
+		return fmt.Errorf("invalid %s: cannot parse it as %s", describe(failed), kindOf(f.Type))
+	}
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		if flagNameRE.MatchString(name) {
+			return fmt.Errorf("unknown flag --%s%s", name, helpHint)
+		}
+		return errors.New("unknown flag" + helpHint)
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok && flagNameRE.MatchString(name) {
+		return fmt.Errorf("--%s needs a value%s", name, helpHint)
+	}
+	return errors.New("bad flag syntax" + helpHint)
+}
+
+// strayWord refuses a word before -- (after the flags in before): the
+// server's command goes after --, and a true/false flag takes its value
+// after =. The word is shown, as the command it most likely is, except
+// after a true/false flag, where it stands in a value's place.
+func strayWord(fs *flag.FlagSet, before []string, word string) error {
+	if n := len(before); n > 0 {
+		name := strings.TrimLeft(before[n-1], "-")
+		if f := fs.Lookup(name); f != nil && !strings.Contains(name, "=") {
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+				// Not the word: it stands where a value would.
+				return fmt.Errorf("--%s takes no separate value: a true/false flag takes it after =, as in --%s=false%s", name, name, helpHint)
+			}
+		}
+	}
+	return fmt.Errorf("%q is not a flag: the MCP server's command goes after --, as in mcp-bridge [flags] -- %s [args...] "+
+		"(subcommands, given alone: mcp-bridge version, mcp-bridge demo-server)", word, word)
+}
+
+// printUsage prints the usage and every flag, with the defaults the
+// bridge has without any MCP_BRIDGE_* variable: the environment's values
+// (an --env K=V among them) are never shown.
+func printUsage(w io.Writer) {
+	def, _ := env.ParseAsWithOptions[Config](env.Options{Prefix: envPrefix, Environment: map[string]string{}})
+	fs := flag.NewFlagSet("mcp-bridge", flag.ContinueOnError)
+	fs.SetOutput(w)
+	bindFlags(fs, &def, nil)
+	fs.Bool("version", false, "print the version, commit and Go version, and exit (also: mcp-bridge version)")
+	fmt.Fprint(w, `Usage: mcp-bridge [flags] [-- command [args...]]
+       mcp-bridge version
+       mcp-bridge demo-server
+
+Serves a stdio MCP server over Streamable HTTP, one process per session.
+Without a command it serves the built-in demo server.
+
+Flags:
+`)
+	fs.PrintDefaults()
+}
