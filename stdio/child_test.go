@@ -37,7 +37,10 @@ type peer struct {
 // opts sets them. The child is stopped in t.Cleanup.
 func startChild(t *testing.T, opts stdio.Options, args ...string) *peer {
 	t.Helper()
-	bin := testpeers.BuildGo(t, "./testdata/badchild")
+	bin := os.Getenv(badchildEnv) // set by TestUnprivileged, whose user cannot build
+	if bin == "" {
+		bin = testpeers.BuildGo(t, "./testdata/badchild")
+	}
 	p := &peer{t: t, msgs: make(chan []byte, 64), over: make(chan stdio.Oversize, 8)}
 	quit := make(chan struct{}) // closed in cleanup so an unread message never blocks the reader
 	if opts.Argv == nil {

@@ -2,7 +2,9 @@ package stdio_test
 
 import (
 	"context"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -10,7 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
 	"github.com/mcp-bridge/mcp-bridge/stdio"
+)
+
+// Set for the run of TestUnprivileged as another user.
+const (
+	badchildEnv = "STDIO_TEST_BADCHILD"     // the badchild binary to use
+	unprivEnv   = "STDIO_TEST_UNPRIVILEGED" // this run is the unprivileged one
 )
 
 // forEachContainment runs f as a subtest for the process-wide default and
@@ -152,6 +161,9 @@ func TestContainmentChoice(t *testing.T) {
 	if inUse, _ := stdio.ContainmentInUse(); inUse != got {
 		t.Errorf("ContainmentInUse() = %q, ProbeContainment(auto) = %q", inUse, got)
 	}
+	if os.Getenv(unprivEnv) != "" && (got != stdio.ContainPIDNamespace || !strings.Contains(why, "user namespace")) {
+		t.Errorf("unprivileged, auto chose %q (%s), want a PID namespace in a user namespace", got, why)
+	}
 	if _, _, err := stdio.ProbeContainment("chroot"); err == nil {
 		t.Error("ProbeContainment(chroot) succeeded")
 	}
@@ -182,5 +194,64 @@ func checkContained(t *testing.T, cont stdio.Containment, pid int) {
 			b, err := os.ReadFile("/proc/" + pid + "/cgroup")
 			return string(b), err
 		})
+	}
+}
+
+// TestUnprivileged runs the tests of the PID-namespace strategy again as an
+// unprivileged user (nobody), whose namespace needs a user namespace, when
+// this test runs as root (as any other user, the tests above ran that way).
+func TestUnprivileged(t *testing.T) {
+	if os.Getenv(unprivEnv) != "" {
+		t.Skip("this is the unprivileged run")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("not root: the other tests ran unprivileged")
+	}
+	badchild := testpeers.BuildGo(t, "./testdata/badchild") // in a directory anyone can read
+	// The test binary's own directory is root's alone: copy it out.
+	dir, err := os.MkdirTemp("", "stdio-unprivileged-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin := filepath.Join(dir, "stdio.test")
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, os.Args[0], bin)
+
+	ctx := testContext(t)
+	cmd := exec.CommandContext(ctx, bin, "-test.count=1", "-test.v",
+		"-test.run", "^(TestContainment|TestStopSequence|TestExitStatus|TestContainmentChoice)$/^(auto|pid-namespace)$")
+	cmd.Env = append(os.Environ(), unprivEnv+"=1", badchildEnv+"="+badchild)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the tests as nobody: %v\n%s", err, out)
+	}
+	for _, want := range []string{"--- PASS: TestContainment/pid-namespace/", "--- PASS: TestStopSequence/pid-namespace/", "--- PASS: TestExitStatus/pid-namespace/", "--- PASS: TestContainmentChoice"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the tests as nobody did not pass %q:\n%s", want, out)
+		}
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	src, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
