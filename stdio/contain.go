@@ -1,8 +1,10 @@
 package stdio
 
 import (
+	"errors"
 	"fmt"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -33,7 +35,8 @@ const (
 	ContainProcessGroup Containment = "process-group"
 )
 
-// Containments lists every strategy name SetContainment accepts.
+// Containments lists every strategy name SetContainment accepts: auto,
+// then the strategies best first, the order auto tries them in.
 var Containments = []Containment{ContainAuto, ContainPIDNamespace, ContainCgroup, ContainProcessGroup}
 
 // The process-wide strategy, chosen once.
@@ -83,6 +86,30 @@ func ContainmentInUse() (Containment, string) {
 		contained, containWhy, _ = chooseContainment(ContainAuto)
 	}
 	return contained, containWhy
+}
+
+// chooseContainment resolves want (ContainAuto: the first strategy the
+// system gives, best first) and says why.
+func chooseContainment(want Containment) (Containment, string, error) {
+	switch want {
+	case ContainAuto:
+		var without []string
+		for _, c := range Containments[1:] {
+			why, err := probe(c)
+			if err == nil {
+				return c, strings.Join(append([]string{why}, without...), "; "), nil
+			}
+			without = append(without, err.Error())
+		}
+		return "", "", errors.New(strings.Join(without, "; "))
+	case ContainPIDNamespace, ContainCgroup, ContainProcessGroup:
+		why, err := probe(want)
+		if err != nil {
+			return "", "", err
+		}
+		return want, why + " (as asked)", nil
+	}
+	return "", "", fmt.Errorf("unknown containment %q: want one of %q", want, Containments)
 }
 
 // tree is how the operating system contains one child and everything it

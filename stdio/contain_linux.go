@@ -74,34 +74,19 @@ func startTree(cmd *exec.Cmd, s Containment) (tree, error) {
 	return nil, fmt.Errorf("unknown containment %q", s)
 }
 
-func chooseContainment(want Containment) (Containment, string, error) {
-	switch want {
+// probe says whether this system gives strategy c, and how.
+func probe(c Containment) (string, error) {
+	switch c {
 	case ContainPIDNamespace:
 		ns, err := probeNamespace()
-		if err != nil {
-			return "", "", err
-		}
-		return want, ns.why() + " (as asked)", nil
+		return ns.why(), err
 	case ContainCgroup:
 		cg, err := probeCgroup()
-		if err != nil {
-			return "", "", err
-		}
-		return want, cg.why() + " (as asked)", nil
+		return cg.why(), err
 	case ContainProcessGroup:
-		return want, "a process group per child, as asked", nil
-	case ContainAuto:
-		ns, nsErr := probeNamespace()
-		if nsErr == nil {
-			return ContainPIDNamespace, ns.why(), nil
-		}
-		cg, cgErr := probeCgroup()
-		if cgErr == nil {
-			return ContainCgroup, cg.why() + "; " + nsErr.Error(), nil
-		}
-		return ContainProcessGroup, "a process group per child; " + nsErr.Error() + "; " + cgErr.Error(), nil
+		return "a process group per child", nil
 	}
-	return "", "", fmt.Errorf("unknown containment %q: want one of %q", want, Containments)
+	return "", fmt.Errorf("unknown containment %q", c)
 }
 
 // ---- PID namespace ----
@@ -497,10 +482,13 @@ func (t *groupTree) signal(sig syscall.Signal) {
 		return
 	}
 	pid := t.cmd.Process.Pid
+	// The descendants first: once the leader dies (SIGKILL), its children
+	// are re-parented and no walk from it finds them.
+	fds := descendants(pid)
 	// Until the leader is reaped its pid, which is the group id, cannot be
 	// reused, so the group signal never reaches a stranger.
 	_ = syscall.Kill(-pid, sig)
-	for _, fd := range descendants(pid) {
+	for _, fd := range fds {
 		_ = unix.PidfdSendSignal(fd, sig, nil, 0)
 		t.seen = append(t.seen, fd)
 	}

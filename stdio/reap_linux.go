@@ -59,8 +59,11 @@ func waitExitNoReap(pid int) {
 //
 // Without it, a grandchild whose parent died is re-parented to PID 1, and
 // where PID 1 does not reap (a container without an init, some sandboxes)
-// it stays a zombie. Stop kills the whole group, so orphans die, but only a
-// parent can remove a dead process from the process table. The reaper
+// it stays a zombie. Under ContainPIDNamespace orphans stay in their
+// namespace and its init reaps them; under the other strategies they come
+// here: Stop kills them, but only a parent can remove a dead process from
+// the process table, and ReapOrphans must find the ones no Child could
+// attribute to itself. The reaper
 // reaps only zombies that are not in the registry, so it never steals the
 // exit status a supervise goroutine waits for. Call it once, from main,
 // and only where every other child of the process is started by this
