@@ -249,6 +249,7 @@ func TestConfigValidation(t *testing.T) {
 		{name: "env of the bridge's own prefix", args: []string{"--env", "MCP_BRIDGE_X=1"}, want: []string{"--env / MCP_BRIDGE_ENV", "MCP_BRIDGE_X"}},
 		{name: "max sessions zero", args: []string{"--max-sessions", "0"}, want: []string{"--max-sessions / MCP_BRIDGE_MAX_SESSIONS"}},
 		{name: "log format", args: []string{"--log-format", "xml"}, want: []string{"--log-format / MCP_BRIDGE_LOG_FORMAT"}},
+		{name: "containment", env: []string{"MCP_BRIDGE_CONTAINMENT=chroot"}, want: []string{"--containment / MCP_BRIDGE_CONTAINMENT", "pid-namespace"}},
 		{name: "command not JSON", env: []string{"MCP_BRIDGE_COMMAND=not json"}, want: []string{"MCP_BRIDGE_COMMAND", "JSON array"}},
 		{
 			name:    "secret in a bad --env entry",
