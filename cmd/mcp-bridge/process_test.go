@@ -180,6 +180,10 @@ func TestNoOrphans(t *testing.T) {
 					s.holdOpen()
 				}
 				s.childPid = s.intTool("pid")
+				// Under a PID namespace the child's parent is its init.
+				if _, ppid, ok := procState(t, s.childPid); ok && ppid != p.cmd.Process.Pid {
+					s.initPid = ppid
+				}
 				s.grandchildPid = s.intTool("fork")
 				for _, pid := range []int{s.childPid, s.grandchildPid} {
 					if st, _, ok := procState(t, pid); !ok || st == "Z" {
@@ -192,7 +196,10 @@ func TestNoOrphans(t *testing.T) {
 			tt.end(t, p, ss)
 			for _, s := range ss {
 				waitGone(t, s.childPid, p.cmd.Process.Pid)
-				waitGone(t, s.grandchildPid, p.cmd.Process.Pid, s.childPid)
+				waitGone(t, s.grandchildPid, p.cmd.Process.Pid)
+				if s.initPid != 0 {
+					waitGone(t, s.initPid, p.cmd.Process.Pid)
+				}
 			}
 			for _, re := range tt.logs {
 				waitLogged(t, p, re)
@@ -489,6 +496,7 @@ type rawSession struct {
 	nextID atomic.Int64
 
 	childPid, grandchildPid int
+	initPid                 int                // the child's parent if not the bridge: its namespace's init
 	stopHold                context.CancelFunc // ends the GET stream of holdOpen
 	holdDone                chan struct{}
 }
@@ -754,10 +762,11 @@ func procState(t *testing.T, pid int) (state string, ppid int, ok bool) {
 // a generous deadline: running, or a zombie nobody reaped. It is a bounded
 // poll for an event the test cannot be told of, not a timing assertion.
 //
-// A zombie whose parent is none of reapers (the processes that should reap
-// it: the bridge, and the child for a grandchild) was abandoned, to PID 1
-// or some other subreaper that may never reap it: that fails at once, even
-// where PID 1 happens to reap. With no reapers, any parent may reap.
+// A zombie whose parent is neither one of reapers nor below one (the
+// processes that should reap it: the bridge, and below it a child or the
+// init of the child's PID namespace) was abandoned, to PID 1 or some other
+// subreaper that may never reap it: that fails at once, even where PID 1
+// happens to reap. With no reapers, any parent may reap.
 func waitGone(t *testing.T, pid int, reapers ...int) {
 	t.Helper()
 	deadline := time.NewTimer(20 * time.Second)
@@ -769,7 +778,7 @@ func waitGone(t *testing.T, pid int, reapers ...int) {
 		if !ok {
 			return
 		}
-		if state == "Z" && len(reapers) > 0 && !slices.Contains(reapers, ppid) {
+		if state == "Z" && len(reapers) > 0 && !below(t, ppid, reapers) {
 			t.Errorf("process %d is a zombie left to process %d, not reaped by any of %v", pid, ppid, reapers)
 			return
 		}
@@ -784,6 +793,21 @@ func waitGone(t *testing.T, pid int, reapers ...int) {
 		case <-tick.C:
 		}
 	}
+}
+
+// below says whether pid is one of ancestors or a descendant of one.
+func below(t *testing.T, pid int, ancestors []int) bool {
+	for range 64 { // a parent chain is short; this bounds a loop in a racing /proc
+		if slices.Contains(ancestors, pid) {
+			return true
+		}
+		_, ppid, ok := procState(t, pid)
+		if !ok || ppid <= 1 {
+			return false
+		}
+		pid = ppid
+	}
+	return false
 }
 
 // waitLogged polls the bridge's log until a line matches re, and fails if
