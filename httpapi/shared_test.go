@@ -318,18 +318,27 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
-// childPids lists this process's child processes.
+// childPids lists this process's child processes and theirs.
 func childPids(t *testing.T) map[int]bool {
 	t.Helper()
 	out := map[int]bool{}
-	tasks, _ := os.ReadDir("/proc/self/task")
-	for _, task := range tasks {
-		b, _ := os.ReadFile("/proc/self/task/" + task.Name() + "/children")
-		for _, f := range strings.Fields(string(b)) {
-			pid, _ := strconv.Atoi(f)
-			out[pid] = true
+	var add func(pid string, depth int)
+	add = func(pid string, depth int) {
+		tasks, _ := os.ReadDir("/proc/" + pid + "/task")
+		for _, task := range tasks {
+			b, _ := os.ReadFile("/proc/" + pid + "/task/" + task.Name() + "/children")
+			for _, f := range strings.Fields(string(b)) {
+				c, _ := strconv.Atoi(f)
+				out[c] = true
+				if depth > 0 {
+					add(f, depth-1)
+				}
+			}
 		}
 	}
+	// Their children too: under stdio.ContainPIDNamespace a child is the
+	// command's init, and the command (what ChildPid names) its child.
+	add("self", 1)
 	return out
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
 	"github.com/mcp-bridge/mcp-bridge/stdio"
@@ -25,5 +26,40 @@ func BenchmarkChildRoundTrip(b *testing.B) {
 			b.Fatal(err)
 		}
 		<-got
+	}
+}
+
+// BenchmarkStart: start a child under each containment strategy, get its
+// answer to one request, and stop it (it exits on stdin EOF): what a new
+// per-session child costs before its first answer, and after its last.
+func BenchmarkStart(b *testing.B) {
+	bin := testpeers.BuildGo(b, "./cmd/mcp-bridge-load")
+	for _, cont := range []stdio.Containment{stdio.ContainPIDNamespace, stdio.ContainCgroup, stdio.ContainProcessGroup} {
+		b.Run(string(cont), func(b *testing.B) {
+			if _, _, err := stdio.ProbeContainment(cont); err != nil {
+				b.Skip(err)
+			}
+			got := make(chan struct{}, 1)
+			var toAnswer, toStop time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				c, err := stdio.Start(stdio.Options{Argv: []string{bin, "echo-child"}, Containment: cont, OnMessage: func([]byte, bool) { got <- struct{}{} }})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := c.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"m"}}}`)); err != nil {
+					b.Fatal(err)
+				}
+				<-got
+				t1 := time.Now()
+				if err := c.Stop(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				toAnswer += t1.Sub(t0)
+				toStop += time.Since(t1)
+			}
+			b.ReportMetric(float64(toAnswer.Microseconds())/float64(b.N), "µs-to-answer/op")
+			b.ReportMetric(float64(toStop.Microseconds())/float64(b.N), "µs-to-stop/op")
+		})
 	}
 }

@@ -1,8 +1,10 @@
 // Package stdio owns one child process that speaks newline-delimited
-// JSON-RPC on its stdin and stdout: spawning it in a process group of its own
-// with an explicit environment, framing what it writes, draining its stderr,
-// and stopping it so that nothing it started is left behind, orphan or
-// zombie. It knows nothing of HTTP, sessions or JSON-RPC semantics.
+// JSON-RPC on its stdin and stdout: spawning it contained (a PID namespace,
+// a cgroup or a process group of its own; see Containment) with an
+// explicit environment, framing what it writes, draining its stderr, and
+// stopping it so that nothing it started is left behind, orphan or zombie,
+// even when the bridge itself is killed. It knows nothing of HTTP, sessions
+// or JSON-RPC semantics.
 package stdio
 
 import (
@@ -64,6 +66,10 @@ type Options struct {
 	// StopGrace is each of the two waits in Stop: after closing stdin and
 	// after SIGTERM. Default 2 s.
 	StopGrace time.Duration
+	// Containment is how this child and what it starts are contained.
+	// Default (empty or ContainAuto): the process-wide strategy (see
+	// ContainmentInUse). A strategy this system cannot give fails Start.
+	Containment Containment
 	// Logger receives stderr lines and framing problems; the child's pid
 	// is added to it. Default slog.Default().
 	Logger *slog.Logger
@@ -96,7 +102,7 @@ type Oversize struct {
 // Child is one running child process. Its methods are safe for concurrent use.
 type Child struct {
 	opts   Options
-	cmd    *exec.Cmd
+	tree   tree // the child and everything it starts
 	pid    int
 	log    atomic.Pointer[slog.Logger]
 	stdin  *os.File
@@ -109,13 +115,6 @@ type Child struct {
 	// writeMu: a Write blocked on a child that has stopped reading holds
 	// it, and only closing the pipe ends that Write.
 	closed atomic.Bool
-
-	// reapMu orders signals to the group against reaping the leader: until
-	// the leader is reaped its pid, which is the group id, cannot be reused,
-	// so a group signal sent under reapMu with reaped false is never sent
-	// to a stranger.
-	reapMu sync.Mutex
-	reaped bool
 
 	stopOnce sync.Once
 	done     chan struct{} // closed when the child is reaped and stdout is read to its end
@@ -131,7 +130,7 @@ type Child struct {
 }
 
 // Start spawns the child. Its stdout and stderr are read until the child
-// and everything in its process group are gone.
+// and everything it started are gone.
 func Start(opts Options) (*Child, error) {
 	if len(opts.Argv) == 0 || opts.Argv[0] == "" {
 		return nil, errors.New("stdio: empty command")
@@ -189,12 +188,16 @@ func Start(opts Options) (*Child, error) {
 		cmd.Env = []string{} // nil would mean "inherit everything"
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	// The child leads a process group of its own, so stopping it reaches
-	// everything it started (npx -> sh -> node), and a terminal's Ctrl-C
-	// reaches only the bridge, which then stops children in order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if cmd.Err != nil { // the program was not found
+		closeAll(inR, inW, outR, outW, errR, errW)
+		return nil, fmt.Errorf("stdio: start %q: %w", opts.Argv[0], cmd.Err)
+	}
 
-	if err := startRegistered(cmd); err != nil {
+	// The tree leads a process group of its own at least, so stopping it
+	// reaches everything it started (npx -> sh -> node), and a terminal's
+	// Ctrl-C reaches only the bridge, which then stops children in order.
+	tr, err := startContained(cmd, opts.Containment)
+	if err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return nil, fmt.Errorf("stdio: start %q: %w", opts.Argv[0], err)
 	}
@@ -203,8 +206,8 @@ func Start(opts Options) (*Child, error) {
 
 	c := &Child{
 		opts:   opts,
-		cmd:    cmd,
-		pid:    cmd.Process.Pid,
+		tree:   tr,
+		pid:    tr.pid(),
 		stdin:  inW,
 		stdout: outR,
 		stderr: errR,
@@ -227,7 +230,8 @@ func (c *Child) SetLogger(l *slog.Logger) {
 	c.log.Store(l.With("child_pid", c.pid))
 }
 
-// Pid is the child's process id, which is also its process group id.
+// Pid is the command's process id as this process sees it (not that of an
+// init process around it), which is also its process group id.
 func (c *Child) Pid() int { return c.pid }
 
 // Done is closed once the child has exited, has been reaped, and every line
@@ -240,8 +244,8 @@ func (c *Child) Done() <-chan struct{} { return c.done }
 // after closing its stdout; either way it can no longer answer.
 func (c *Child) StdoutClosed() <-chan struct{} { return c.stdoutDone }
 
-// Err says how the child ended: nil for exit status 0, else an
-// *exec.ExitError or the error that stopped it. Valid once Done is closed.
+// Err says how the child ended: nil for exit status 0, else an *ExitError
+// or the error that stopped it. Valid once Done is closed.
 func (c *Child) Err() error {
 	<-c.done
 	return c.err
@@ -285,10 +289,11 @@ func (c *Child) Write(msg []byte) error {
 // the child process, waiting for the server to exit, or sending SIGTERM if
 // the server does not exit within a reasonable time; the client SHOULD send
 // SIGKILL if the server does not exit within a reasonable time after
-// SIGTERM". Signals go to the whole process group. Stop returns once the
-// child is reaped, or early with ctx's error while the escalation goes on
-// (when ctx ends, the group gets SIGKILL at once). It is safe to call more
-// than once and after the child has exited.
+// SIGTERM". Signals go to the child and everything it started. Stop
+// returns once the child is reaped and nothing it started is left, or
+// early with ctx's error while the escalation goes on (when ctx ends, the
+// whole tree gets SIGKILL at once). It is safe to call more than once and
+// after the child has exited.
 func (c *Child) Stop(ctx context.Context) error {
 	c.stopOnce.Do(func() {
 		c.closeStdin()
@@ -298,15 +303,15 @@ func (c *Child) Stop(ctx context.Context) error {
 	case <-c.done:
 		return nil
 	case <-ctx.Done():
-		c.signalGroup(syscall.SIGKILL)
+		c.tree.signal(syscall.SIGKILL)
 		return fmt.Errorf("stdio: stop child %d: %w", c.pid, ctx.Err())
 	}
 }
 
-// Kill sends SIGKILL to the child's process group at once.
+// Kill sends SIGKILL to the child and everything it started, at once.
 func (c *Child) Kill() {
 	c.closeStdin()
-	c.signalGroup(syscall.SIGKILL)
+	c.tree.signal(syscall.SIGKILL)
 }
 
 // escalate runs the grace periods of Stop. It exits when the child is gone.
@@ -318,8 +323,8 @@ func (c *Child) escalate() {
 		case <-c.done:
 			return
 		case <-t.C:
-			c.log.Load().Info("child did not exit in time; signalling its group", "signal", sig.String())
-			c.signalGroup(sig)
+			c.log.Load().Info("child did not exit in time; signalling it and everything it started", "signal", sig.String())
+			c.tree.signal(sig)
 			t.Reset(c.opts.StopGrace)
 		}
 	}
@@ -331,40 +336,22 @@ func (c *Child) closeStdin() {
 	}
 }
 
-// signalGroup signals the child's process group if its leader has not been
-// reaped yet (see reapMu).
-func (c *Child) signalGroup(sig syscall.Signal) {
-	c.reapMu.Lock()
-	defer c.reapMu.Unlock()
-	if !c.reaped {
-		_ = syscall.Kill(-c.pid, sig)
-	}
-}
-
-// supervise waits for the leader to exit, kills whatever it left in its
-// group, reaps it, and closes done once stdout is read to its end.
+// supervise waits for the child to exit, has the tree kill whatever it
+// left, and closes done once stdout is read to its end.
 func (c *Child) supervise(stdoutDone, stderrDone <-chan struct{}) {
-	// Wait for the exit without reaping, so the group id stays ours while
-	// the leftovers are killed: anything still in the group once the leader
-	// is gone is an orphan nobody else will stop.
-	waitExitNoReap(c.pid)
-	c.reapMu.Lock()
-	_ = syscall.Kill(-c.pid, syscall.SIGKILL)
-	err := c.cmd.Wait()
-	c.reaped = true
-	c.reapMu.Unlock()
-	unregister(c.pid)
+	err := c.tree.wait()
 
-	// Everything in the group is dead, so stdout reaches EOF as soon as the
-	// reader has drained what the child wrote. Only a process that left the
-	// group (setsid) can still hold the pipe; don't wait for it for ever.
+	// Everything the child started is dead, so stdout reaches EOF as soon
+	// as the reader has drained what the child wrote. Only a process that
+	// escaped the tree (under ContainProcessGroup, one whose parent died
+	// first) can still hold the pipe; don't wait for it for ever.
 	bound := time.NewTimer(c.opts.StopGrace)
 	defer bound.Stop()
 	for _, ch := range []<-chan struct{}{stdoutDone, stderrDone} {
 		select {
 		case <-ch:
 		case <-bound.C:
-			c.log.Load().Warn("a process outside the child's group holds its output open; closing it")
+			c.log.Load().Warn("a process outside the child's tree holds its output open; closing it")
 			c.stdout.Close()
 			c.stderr.Close()
 			<-ch

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,7 +37,10 @@ type peer struct {
 // opts sets them. The child is stopped in t.Cleanup.
 func startChild(t *testing.T, opts stdio.Options, args ...string) *peer {
 	t.Helper()
-	bin := testpeers.BuildGo(t, "./testdata/badchild")
+	bin := os.Getenv(badchildEnv) // set by TestUnprivileged, whose user cannot build
+	if bin == "" {
+		bin = testpeers.BuildGo(t, "./testdata/badchild")
+	}
 	p := &peer{t: t, msgs: make(chan []byte, 64), over: make(chan stdio.Oversize, 8)}
 	quit := make(chan struct{}) // closed in cleanup so an unread message never blocks the reader
 	if opts.Argv == nil {
@@ -335,30 +337,32 @@ func TestStderr(t *testing.T) {
 		{"fewer lines than kept", nil, 50, 10, numbered("stderr line %d", 1, 10)},
 		{"default keeps 50", []string{"-stderr-at-start", "120"}, 0, 0, numbered("stderr at start line %d", 71, 120)},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx := testContext(t)
-			p := startChild(t, stdio.Options{StderrLines: tt.keep}, tt.args...)
-			if tt.flood > 0 {
-				p.call(1, "stderr_flood", map[string]any{"lines": tt.flood})
-				if got := p.text(ctx, 1); got != "done" {
-					t.Fatalf("stderr_flood answered %q", got)
+	forEachContainment(t, func(t *testing.T, cont stdio.Containment) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				ctx := testContext(t)
+				p := startChild(t, stdio.Options{StderrLines: tt.keep, Containment: cont}, tt.args...)
+				if tt.flood > 0 {
+					p.call(1, "stderr_flood", map[string]any{"lines": tt.flood})
+					if got := p.text(ctx, 1); got != "done" {
+						t.Fatalf("stderr_flood answered %q", got)
+					}
 				}
-			}
-			p.echo(ctx, 2)
-			// Stderr is another pipe: only once the child is gone is every
-			// line of it read.
-			if err := p.c.Stop(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := p.c.Err(); err != nil {
-				t.Fatalf("child ended with %v", err)
-			}
-			if got := p.c.StderrTail(); !slices.Equal(got, tt.want) {
-				t.Errorf("StderrTail() = %d lines %q\nwant %d lines %q", len(got), got, len(tt.want), tt.want)
-			}
-		})
-	}
+				p.echo(ctx, 2)
+				// Stderr is another pipe: only once the child is gone is every
+				// line of it read.
+				if err := p.c.Stop(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if err := p.c.Err(); err != nil {
+					t.Fatalf("child ended with %v", err)
+				}
+				if got := p.c.StderrTail(); !slices.Equal(got, tt.want) {
+					t.Errorf("StderrTail() = %d lines %q\nwant %d lines %q", len(got), got, len(tt.want), tt.want)
+				}
+			})
+		}
+	})
 }
 
 func TestStopSequence(t *testing.T) {
@@ -374,53 +378,55 @@ func TestStopSequence(t *testing.T) {
 		{"ignores EOF and SIGTERM: SIGKILL", []string{"-ignore-eof", "-ignore-term"}, false, syscall.SIGKILL, "signal: killed"},
 		{"context ends: SIGKILL at once", []string{"-ignore-eof", "-ignore-term"}, true, syscall.SIGKILL, "signal: killed"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx := testContext(t)
-			grace := 100 * time.Millisecond
-			if tt.cancelStop {
-				grace = time.Hour // only the context can end this child
-			}
-			p := startChild(t, stdio.Options{StopGrace: grace}, tt.args...)
-			p.echo(ctx, 1) // the child has set up its signal handling
-			if tt.cancelStop {
-				ended, cancel := context.WithCancel(ctx)
-				cancel()
-				if err := p.c.Stop(ended); !errors.Is(err, context.Canceled) {
-					t.Fatalf("Stop with an ended context = %v, want context.Canceled", err)
+	forEachContainment(t, func(t *testing.T, cont stdio.Containment) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				ctx := testContext(t)
+				grace := 100 * time.Millisecond
+				if tt.cancelStop {
+					grace = time.Hour // only the context can end this child
 				}
-				select {
-				case <-p.c.Done():
-				case <-ctx.Done():
-					t.Fatal("child not reaped after Stop's context ended")
+				p := startChild(t, stdio.Options{StopGrace: grace, Containment: cont}, tt.args...)
+				p.echo(ctx, 1) // the child has set up its signal handling
+				if tt.cancelStop {
+					ended, cancel := context.WithCancel(ctx)
+					cancel()
+					if err := p.c.Stop(ended); !errors.Is(err, context.Canceled) {
+						t.Fatalf("Stop with an ended context = %v, want context.Canceled", err)
+					}
+					select {
+					case <-p.c.Done():
+					case <-ctx.Done():
+						t.Fatal("child not reaped after Stop's context ended")
+					}
+				} else if err := p.c.Stop(ctx); err != nil {
+					t.Fatalf("Stop: %v", err)
 				}
-			} else if err := p.c.Stop(ctx); err != nil {
-				t.Fatalf("Stop: %v", err)
-			}
-			err := p.c.Err()
-			if tt.wantSignal == 0 {
-				if err != nil {
-					t.Fatalf("Err() = %v, want nil", err)
+				err := p.c.Err()
+				if tt.wantSignal == 0 {
+					if err != nil {
+						t.Fatalf("Err() = %v, want nil", err)
+					}
+					return
 				}
-				return
-			}
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) {
-				t.Fatalf("Err() = %v (%T), want an *exec.ExitError", err, err)
-			}
-			ws := ee.Sys().(syscall.WaitStatus)
-			if !ws.Signaled() || ws.Signal() != tt.wantSignal {
-				t.Errorf("Err() = %v, want death by %v", err, tt.wantSignal)
-			}
-			if err.Error() != tt.wantErr {
-				t.Errorf("Err() says %q, want %q", err, tt.wantErr)
-			}
-			// Stop is safe to call again once the child is gone.
-			if err := p.c.Stop(ctx); err != nil {
-				t.Errorf("second Stop: %v", err)
-			}
-		})
-	}
+				var ee *stdio.ExitError
+				if !errors.As(err, &ee) {
+					t.Fatalf("Err() = %v (%T), want an *stdio.ExitError", err, err)
+				}
+				ws := ee.Status
+				if !ws.Signaled() || ws.Signal() != tt.wantSignal {
+					t.Errorf("Err() = %v, want death by %v", err, tt.wantSignal)
+				}
+				if err.Error() != tt.wantErr {
+					t.Errorf("Err() says %q, want %q", err, tt.wantErr)
+				}
+				// Stop is safe to call again once the child is gone.
+				if err := p.c.Stop(ctx); err != nil {
+					t.Errorf("second Stop: %v", err)
+				}
+			})
+		}
+	})
 }
 
 // procStat returns the state and parent pid of pid from /proc/<pid>/stat.
@@ -494,27 +500,29 @@ func TestNoOrphans(t *testing.T) {
 		}},
 		{"kill", func(ctx context.Context, p *peer) { p.c.Kill() }},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx := testContext(t)
-			p := startChild(t, stdio.Options{StopGrace: 100 * time.Millisecond})
-			p.call(1, "fork", nil)
-			grandchild, err := strconv.Atoi(p.text(ctx, 1))
-			if err != nil {
-				t.Fatalf("fork answered no pid: %v", err)
-			}
-			if state, _, err := procStat(grandchild); err != nil || state == "Z" {
-				t.Fatalf("grandchild %d is not running before the test: state %q, %v", grandchild, state, err)
-			}
-			tt.end(ctx, p)
-			select {
-			case <-p.c.Done():
-			case <-ctx.Done():
-				t.Fatal("child never exited")
-			}
-			waitGone(t, grandchild)
-		})
-	}
+	forEachContainment(t, func(t *testing.T, cont stdio.Containment) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				ctx := testContext(t)
+				p := startChild(t, stdio.Options{StopGrace: 100 * time.Millisecond, Containment: cont})
+				p.call(1, "fork", nil)
+				grandchild, err := strconv.Atoi(p.text(ctx, 1))
+				if err != nil {
+					t.Fatalf("fork answered no pid: %v", err)
+				}
+				if state, _, err := procStat(grandchild); err != nil || state == "Z" {
+					t.Fatalf("grandchild %d is not running before the test: state %q, %v", grandchild, state, err)
+				}
+				tt.end(ctx, p)
+				select {
+				case <-p.c.Done():
+				case <-ctx.Done():
+					t.Fatal("child never exited")
+				}
+				waitGone(t, grandchild)
+			})
+		}
+	})
 }
 
 func TestExitStatus(t *testing.T) {
@@ -530,39 +538,41 @@ func TestExitStatus(t *testing.T) {
 		{"stderr without a newline", nil, map[string]any{"code": 2, "stderr": "first\nlast words"}, 2, []string{"first", "last words"}},
 		{"exit after initialize", []string{"-exit-after-init"}, nil, 3, nil},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx := testContext(t)
-			p := startChild(t, stdio.Options{}, tt.args...)
-			if tt.crash != nil {
-				p.call(1, "crash", tt.crash)
-			} else {
-				if err := p.c.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)); err != nil {
-					t.Fatal(err)
+	forEachContainment(t, func(t *testing.T, cont stdio.Containment) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				ctx := testContext(t)
+				p := startChild(t, stdio.Options{Containment: cont}, tt.args...)
+				if tt.crash != nil {
+					p.call(1, "crash", tt.crash)
+				} else {
+					if err := p.c.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)); err != nil {
+						t.Fatal(err)
+					}
+					p.next(ctx) // the InitializeResult, written before the exit
 				}
-				p.next(ctx) // the InitializeResult, written before the exit
-			}
-			select {
-			case <-p.c.Done():
-			case <-ctx.Done():
-				t.Fatal("child never exited")
-			}
-			err := p.c.Err()
-			if tt.wantCode == 0 {
-				if err != nil {
-					t.Errorf("Err() = %v, want nil", err)
+				select {
+				case <-p.c.Done():
+				case <-ctx.Done():
+					t.Fatal("child never exited")
 				}
-			} else if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != tt.wantCode {
-				t.Errorf("Err() = %v (%T), want an *exec.ExitError with code %d", err, err, tt.wantCode)
-			}
-			tail := p.c.StderrTail()
-			for _, line := range tt.wantStderr {
-				if !slices.Contains(tail, line) {
-					t.Errorf("StderrTail() = %q, want it to hold %q", tail, line)
+				err := p.c.Err()
+				if tt.wantCode == 0 {
+					if err != nil {
+						t.Errorf("Err() = %v, want nil", err)
+					}
+				} else if ee, ok := errors.AsType[*stdio.ExitError](err); !ok || ee.ExitCode() != tt.wantCode {
+					t.Errorf("Err() = %v (%T), want an *stdio.ExitError with code %d", err, err, tt.wantCode)
 				}
-			}
-		})
-	}
+				tail := p.c.StderrTail()
+				for _, line := range tt.wantStderr {
+					if !slices.Contains(tail, line) {
+						t.Errorf("StderrTail() = %q, want it to hold %q", tail, line)
+					}
+				}
+			})
+		}
+	})
 }
 
 func TestWrite(t *testing.T) {
@@ -767,16 +777,18 @@ func TestStartErrors(t *testing.T) {
 		{"empty program", []string{""}},
 		{"no such program", []string{"/nonexistent/mcp-server"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c, err := stdio.Start(stdio.Options{Argv: tt.argv})
-			if err == nil {
-				c.Kill()
-				<-c.Done()
-				t.Fatal("Start succeeded")
-			}
-		})
-	}
+	forEachContainment(t, func(t *testing.T, cont stdio.Containment) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				c, err := stdio.Start(stdio.Options{Argv: tt.argv, Containment: cont})
+				if err == nil {
+					c.Kill()
+					<-c.Done()
+					t.Fatal("Start succeeded")
+				}
+			})
+		}
+	})
 }
 
 // TestStdoutClosed: a child that closes its stdout and runs on is seen at

@@ -59,8 +59,11 @@ func waitExitNoReap(pid int) {
 //
 // Without it, a grandchild whose parent died is re-parented to PID 1, and
 // where PID 1 does not reap (a container without an init, some sandboxes)
-// it stays a zombie. Stop kills the whole group, so orphans die, but only a
-// parent can remove a dead process from the process table. The reaper
+// it stays a zombie. Under ContainPIDNamespace orphans stay in their
+// namespace and its init reaps them; under the other strategies they come
+// here: Stop kills them, but only a parent can remove a dead process from
+// the process table, and ReapOrphans must find the ones no Child could
+// attribute to itself. The reaper
 // reaps only zombies that are not in the registry, so it never steals the
 // exit status a supervise goroutine waits for. Call it once, from main,
 // and only where every other child of the process is started by this
@@ -78,7 +81,7 @@ func EnableSubreaper(ctx context.Context, log *slog.Logger) error {
 			case <-ctx.Done():
 				return
 			case <-sigs:
-				if n, _ := reapOrphans(); n > 0 {
+				if n, _ := reapOrphans(false); n > 0 {
 					log.Debug("reaped orphaned descendants", "count", n)
 				}
 			}
@@ -87,18 +90,20 @@ func EnableSubreaper(ctx context.Context, log *slog.Logger) error {
 	return nil
 }
 
-// ReapOrphans reaps the orphans left with this process until none is left
-// or ctx ends. Call it after every Child is stopped, before the process
-// exits: Stop kills a child's whole group, but an orphan that dies after
-// that, or after the reaper of EnableSubreaper stopped, would otherwise be
-// left a zombie of PID 1, which may never reap it.
+// ReapOrphans kills and reaps the orphans left with this process until
+// none is left or ctx ends. Call it after every Child is stopped, before
+// the process exits: whatever is still re-parented to the bridge then is
+// a descendant whose own parent died before it (a daemon that forked
+// twice, under ContainProcessGroup) and that no Child will stop, or one
+// that died after the reaper of EnableSubreaper stopped and would stay a
+// zombie of PID 1, which may never reap it.
 func ReapOrphans(ctx context.Context) error {
 	// Listen before looking, so no death between the two goes unnoticed.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGCHLD)
 	defer signal.Stop(sigs)
 	for {
-		_, running := reapOrphans()
+		_, running := reapOrphans(true)
 		if running == 0 {
 			return nil
 		}
@@ -111,11 +116,14 @@ func ReapOrphans(ctx context.Context) error {
 }
 
 // reapOrphans reaps every zombie child of this process that no Child owns,
-// and counts the others, still running. It runs on every SIGCHLD, so it
-// reads only the children lists of this process's threads (an orphan is
-// re-parented to one of them), never all of /proc, and lets wait4 with
-// WNOHANG tell a dead orphan from a live one.
-func reapOrphans() (reaped, running int) {
+// and counts the others, still running; with kill it sends them SIGKILL.
+// It runs on every SIGCHLD, so it reads only the children lists of this
+// process's threads (an orphan is re-parented to one of them), never all
+// of /proc, and lets wait4 with WNOHANG tell a dead orphan from a live one.
+// regMu, held throughout, keeps every other reaper of this package away,
+// so an orphan found running is not reaped before it is signalled, and its
+// pid is still its own.
+func reapOrphans(kill bool) (reaped, running int) {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return 0, 0 // nothing can be found without /proc
@@ -138,6 +146,9 @@ func reapOrphans() (reaped, running int) {
 				reaped++
 			case err == nil:
 				running++
+				if kill {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
 			}
 		}
 	}

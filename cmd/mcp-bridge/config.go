@@ -23,6 +23,7 @@ import (
 
 	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
+	"github.com/mcp-bridge/mcp-bridge/stdio"
 )
 
 // envPrefix prefixes every environment variable the bridge reads. The
@@ -62,6 +63,7 @@ type Config struct {
 	EventLogEvents  int           `env:"EVENT_LOG_EVENTS" envDefault:"4096" flag:"event-log-events" help:"SSE events a session keeps for clients that resume with Last-Event-ID, or that read slowly; older ones age out, and a reader whose unread events age out is disconnected"`
 	EventLogBytes   int           `env:"EVENT_LOG_BYTES" envDefault:"4194304" flag:"event-log-bytes" help:"bytes of SSE events a session keeps for resuming clients (the newest event is kept whatever its size); also caps the messages it holds while no stream is open"`
 	StopGrace       time.Duration `env:"STOP_GRACE" envDefault:"2s" flag:"stop-grace" help:"wait after closing a process's stdin, and again after SIGTERM, before SIGKILL"`
+	Containment     string        `env:"CONTAINMENT" envDefault:"auto" flag:"containment" help:"how each MCP server process and everything it starts are kept from outliving their session and the bridge: auto (the best this system allows), pid-namespace, cgroup or process-group"`
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"10s" flag:"shutdown-timeout" help:"on SIGINT/SIGTERM, how long requests in flight may take to finish"`
 	ReadTimeout     time.Duration `env:"READ_TIMEOUT" envDefault:"30s" flag:"read-timeout" help:"most time a client may take to send a request, headers and body (408, or the connection closed, past it); response streams are not bounded by it"`
 	SSEMaxDuration  time.Duration `env:"SSE_MAX_DURATION" envDefault:"0s" flag:"sse-max-duration" help:"close the connection of a 2025-11-25 session's SSE stream after this long (the client resumes with Last-Event-ID); 0: never"`
@@ -186,6 +188,9 @@ func (c *Config) validate() error {
 	}
 	if c.SSEPath != "" && c.SSEPath == c.MessagePath {
 		bad("MessagePath", "must differ from --sse-path")
+	}
+	if !slices.Contains(stdio.Containments, stdio.Containment(c.Containment)) {
+		bad("Containment", "want auto, pid-namespace, cgroup or process-group")
 	}
 	switch c.Mode {
 	case "per-session", "shared", "per-identity":

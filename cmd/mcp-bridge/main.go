@@ -103,6 +103,12 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		}
 		command = []string{self, "demo-server"}
 	}
+	cont, why, err := stdio.SetContainment(stdio.Containment(cfg.Containment))
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-bridge: --containment / MCP_BRIDGE_CONTAINMENT: %v\n", err)
+		return 2
+	}
+	log.Info("process containment", "strategy", cont, "why", why)
 	// Orphans of children are re-parented to the bridge and reaped here,
 	// not left as zombies where PID 1 does not reap. The reaper outlives
 	// ctx: most orphans die while the children are stopped at shutdown.

@@ -158,14 +158,14 @@ func TestNoOrphans(t *testing.T) {
 			bridgeArgs: []string{"--stop-grace", "200ms"},
 			childArgs:  ignoring,
 			end:        deleteAll,
-			logs:       []string{`msg="child did not exit in time; signalling its group" session=\S+ child_pid=\d+ signal=killed`},
+			logs:       []string{`msg="child did not exit in time; signalling it and everything it started" session=\S+ child_pid=\d+ signal=killed`},
 		},
 		{
 			name:       "SIGTERM to the bridge, child ignores SIGTERM and stdin EOF",
 			bridgeArgs: []string{"--stop-grace", "200ms"},
 			childArgs:  ignoring,
 			end:        signalBridge(syscall.SIGTERM),
-			logs:       []string{`msg="child did not exit in time; signalling its group" session=\S+ child_pid=\d+ signal=killed`},
+			logs:       []string{`msg="child did not exit in time; signalling it and everything it started" session=\S+ child_pid=\d+ signal=killed`},
 		},
 	}
 	for _, tt := range tests {
@@ -180,6 +180,10 @@ func TestNoOrphans(t *testing.T) {
 					s.holdOpen()
 				}
 				s.childPid = s.intTool("pid")
+				// Under a PID namespace the child's parent is its init.
+				if _, ppid, ok := procState(t, s.childPid); ok && ppid != p.cmd.Process.Pid {
+					s.initPid = ppid
+				}
 				s.grandchildPid = s.intTool("fork")
 				for _, pid := range []int{s.childPid, s.grandchildPid} {
 					if st, _, ok := procState(t, pid); !ok || st == "Z" {
@@ -192,7 +196,10 @@ func TestNoOrphans(t *testing.T) {
 			tt.end(t, p, ss)
 			for _, s := range ss {
 				waitGone(t, s.childPid, p.cmd.Process.Pid)
-				waitGone(t, s.grandchildPid, p.cmd.Process.Pid, s.childPid)
+				waitGone(t, s.grandchildPid, p.cmd.Process.Pid)
+				if s.initPid != 0 {
+					waitGone(t, s.initPid, p.cmd.Process.Pid)
+				}
 			}
 			for _, re := range tt.logs {
 				waitLogged(t, p, re)
@@ -251,6 +258,7 @@ func TestConfigValidation(t *testing.T) {
 		{name: "env of the bridge's own prefix", args: []string{"--env", "MCP_BRIDGE_X=1"}, want: []string{"--env / MCP_BRIDGE_ENV", "variables named MCP_BRIDGE_* are the bridge's own"}},
 		{name: "max sessions zero", args: []string{"--max-sessions", "0"}, want: []string{"--max-sessions / MCP_BRIDGE_MAX_SESSIONS"}},
 		{name: "log format", args: []string{"--log-format", "xml"}, want: []string{"--log-format / MCP_BRIDGE_LOG_FORMAT"}},
+		{name: "containment", env: []string{"MCP_BRIDGE_CONTAINMENT=chroot"}, want: []string{"--containment / MCP_BRIDGE_CONTAINMENT", "pid-namespace"}},
 		{name: "command not JSON", env: []string{"MCP_BRIDGE_COMMAND=not json"}, want: []string{"MCP_BRIDGE_COMMAND", "JSON array"}},
 		{
 			name:    "secret in a bad --env entry",
@@ -366,6 +374,7 @@ func TestConfigDefaults(t *testing.T) {
 		EventLogEvents:  4096,
 		EventLogBytes:   4 << 20,
 		StopGrace:       2 * time.Second,
+		Containment:     "auto",
 		ShutdownTimeout: 10 * time.Second,
 		ReadTimeout:     30 * time.Second,
 		KeepAlive:       15 * time.Second,
@@ -495,6 +504,7 @@ type rawSession struct {
 	nextID atomic.Int64
 
 	childPid, grandchildPid int
+	initPid                 int                // the child's parent if not the bridge: its namespace's init
 	stopHold                context.CancelFunc // ends the GET stream of holdOpen
 	holdDone                chan struct{}
 }
@@ -760,10 +770,11 @@ func procState(t *testing.T, pid int) (state string, ppid int, ok bool) {
 // a generous deadline: running, or a zombie nobody reaped. It is a bounded
 // poll for an event the test cannot be told of, not a timing assertion.
 //
-// A zombie whose parent is none of reapers (the processes that should reap
-// it: the bridge, and the child for a grandchild) was abandoned, to PID 1
-// or some other subreaper that may never reap it: that fails at once, even
-// where PID 1 happens to reap. With no reapers, any parent may reap.
+// A zombie whose parent is neither one of reapers nor below one (the
+// processes that should reap it: the bridge, and below it a child or the
+// init of the child's PID namespace) was abandoned, to PID 1 or some other
+// subreaper that may never reap it: that fails at once, even where PID 1
+// happens to reap. With no reapers, any parent may reap.
 func waitGone(t *testing.T, pid int, reapers ...int) {
 	t.Helper()
 	deadline := time.NewTimer(20 * time.Second)
@@ -775,7 +786,7 @@ func waitGone(t *testing.T, pid int, reapers ...int) {
 		if !ok {
 			return
 		}
-		if state == "Z" && len(reapers) > 0 && !slices.Contains(reapers, ppid) {
+		if state == "Z" && len(reapers) > 0 && !below(t, ppid, reapers) {
 			t.Errorf("process %d is a zombie left to process %d, not reaped by any of %v", pid, ppid, reapers)
 			return
 		}
@@ -790,6 +801,21 @@ func waitGone(t *testing.T, pid int, reapers ...int) {
 		case <-tick.C:
 		}
 	}
+}
+
+// below says whether pid is one of ancestors or a descendant of one.
+func below(t *testing.T, pid int, ancestors []int) bool {
+	for range 64 { // a parent chain is short; this bounds a loop in a racing /proc
+		if slices.Contains(ancestors, pid) {
+			return true
+		}
+		_, ppid, ok := procState(t, pid)
+		if !ok || ppid <= 1 {
+			return false
+		}
+		pid = ppid
+	}
+	return false
 }
 
 // waitLogged polls the bridge's log until a line matches re, and fails if
@@ -886,4 +912,162 @@ func runBridge(t *testing.T, bin string, env []string, args ...string) (int, str
 		t.Fatalf("run mcp-bridge: %v", err)
 		return -1, ""
 	}
+}
+
+// TestNothingOutlivesTheBridge: in every mode, a child that ignores stdin
+// EOF and SIGTERM, its grandchildren (in its group, or setsid'd, ignoring
+// SIGTERM) and a daemon re-parented after a double fork all die when their
+// session ends (DELETE), when the bridge is stopped (SIGTERM), and when it
+// is killed (SIGKILL), with the init of their PID namespace if they had
+// one. The weaker strategies are held to what the README promises of them.
+func TestNothingOutlivesTheBridge(t *testing.T) {
+	badchild := testpeers.BuildGo(t, "./testdata/badchild")
+	forks := []map[string]any{
+		{"ignore_term": true},
+		{"setsid": true, "ignore_term": true},
+		{"daemon": true},
+	}
+	const daemon = 2 // forks[daemon]
+	perIdentity := []string{"--mode", "per-identity", "--token-env", "ALICE_TOKEN"}
+	tests := []struct {
+		name        string
+		args        []string // bridge args before "--"
+		containment string   // "" is auto
+		stateless   bool
+		end         string // DELETE, SIGTERM or SIGKILL
+		// afterShutdown: pids that may outlive DELETE (ContainProcessGroup's
+		// re-parented daemons) must die at the SIGTERM that follows.
+		afterShutdown bool
+	}{
+		{name: "per-session DELETE", end: "DELETE"},
+		{name: "per-session SIGTERM", end: "SIGTERM"},
+		{name: "per-session SIGKILL", end: "SIGKILL"},
+		// A principal's child, shared by its two sessions, stops with
+		// the last of them.
+		{name: "per-identity DELETE", args: perIdentity, end: "DELETE"},
+		{name: "per-identity SIGTERM", args: perIdentity, end: "SIGTERM"},
+		{name: "per-identity SIGKILL", args: perIdentity, end: "SIGKILL"},
+		{name: "shared SIGTERM", args: []string{"--mode", "shared"}, end: "SIGTERM"},
+		{name: "shared SIGKILL", args: []string{"--mode", "shared"}, end: "SIGKILL"},
+		{name: "stateless SIGTERM", args: []string{"--stateless"}, stateless: true, end: "SIGTERM"},
+		{name: "stateless SIGKILL", args: []string{"--stateless"}, stateless: true, end: "SIGKILL"},
+		// cgroup.kill ends a session's whole group; a SIGKILL of the
+		// bridge leaves the group to the service manager (README).
+		{name: "cgroup DELETE", containment: "cgroup", end: "DELETE"},
+		{name: "cgroup SIGTERM", containment: "cgroup", end: "SIGTERM"},
+		{name: "process-group DELETE", containment: "process-group", end: "DELETE", afterShutdown: true},
+		{name: "process-group SIGTERM", containment: "process-group", end: "SIGTERM"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"--stop-grace", "200ms", "--shutdown-timeout", "500ms"}, tt.args...)
+			if tt.containment != "" {
+				args = append(args, "--containment", tt.containment)
+			}
+			env := append(environWithout(envPrefix), "ALICE_TOKEN="+tokenAlice)
+			p := startBridge(t, env, append(args, "--", badchild, "-ignore-eof", "-ignore-term")...)
+			if tt.containment != "" {
+				waitLogged(t, p, `msg="process containment" strategy=`+tt.containment+` `)
+			}
+			clients := make([]*rawSession, 2)
+			for i := range clients {
+				switch {
+				case tt.stateless:
+					clients[i] = &rawSession{t: t, url: p.URL, hc: &http.Client{}}
+				case slices.Contains(tt.args, "--token-env"):
+					clients[i] = openSessionAs(t, p.URL, tokenAlice)
+				default:
+					clients[i] = openSession(t, p.URL)
+				}
+			}
+			type proc struct {
+				pid  int
+				what string
+				late bool // may outlive DELETE (afterShutdown)
+			}
+			var procs []proc
+			for _, s := range clients {
+				child := s.intTool("pid")
+				procs = append(procs, proc{pid: child, what: "child"})
+				// The init of the child's namespace, if it has one.
+				if _, ppid, ok := procState(t, child); ok && ppid != p.cmd.Process.Pid {
+					procs = append(procs, proc{pid: ppid, what: "the child's parent"})
+				}
+				for i, args := range forks {
+					pid := s.intCall("fork", args)
+					procs = append(procs, proc{pid: pid, what: fmt.Sprintf("fork %v", args), late: tt.afterShutdown && i == daemon})
+					t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) }) // whatever the test finds
+				}
+			}
+			for _, pr := range procs {
+				if st, _, ok := procState(t, pr.pid); !ok || st == "Z" {
+					t.Fatalf("%s (%d) should be running (state %q)", pr.what, pr.pid, st)
+				}
+			}
+			// reapers: who may hold a dead process as a zombie for a moment
+			// (nil after SIGKILL: orphans go to PID 1 or a subreaper).
+			reapers := []int{p.cmd.Process.Pid}
+			for _, pr := range procs {
+				reapers = append(reapers, pr.pid)
+			}
+			switch tt.end {
+			case "DELETE":
+				for _, s := range clients {
+					if got := s.delete(); got != http.StatusOK {
+						t.Fatalf("DELETE: status %d, want 200", got)
+					}
+				}
+			case "SIGTERM":
+				if err := p.Signal(syscall.SIGTERM); err != nil {
+					t.Errorf("mcp-bridge after SIGTERM: %v, want exit status 0", err)
+				}
+			case "SIGKILL":
+				_ = p.Signal(syscall.SIGKILL)
+				reapers = nil
+			}
+			defer func() {
+				if t.Failed() {
+					t.Logf("the processes: %+v", procs)
+				}
+			}()
+			for _, pr := range procs {
+				if !pr.late {
+					waitGone(t, pr.pid, reapers...)
+				}
+			}
+			if tt.afterShutdown {
+				if err := p.Signal(syscall.SIGTERM); err != nil {
+					t.Errorf("mcp-bridge after SIGTERM: %v, want exit status 0", err)
+				}
+				for _, pr := range procs {
+					waitGone(t, pr.pid, reapers...)
+				}
+			}
+		})
+	}
+}
+
+// intCall calls a tool with arguments and returns its result as a number.
+func (s *rawSession) intCall(tool string, args map[string]any) int {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
+	defer cancel()
+	r, err := s.call(ctx, tool, args)
+	if err != nil {
+		s.t.Fatalf("%s: %v", tool, err)
+	}
+	var res struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if r.Error != nil || json.Unmarshal(r.Result, &res) != nil || len(res.Content) != 1 {
+		s.t.Fatalf("%s: unexpected answer %s", tool, r.raw)
+	}
+	n, err := strconv.Atoi(res.Content[0].Text)
+	if err != nil {
+		s.t.Fatalf("%s: %q is not a number", tool, res.Content[0].Text)
+	}
+	return n
 }

@@ -18,7 +18,13 @@
 //	stderr_flood {lines}       writes that many lines to stderr, then answers "done"
 //	stderr {stderr}            writes that text and a newline to stderr, then answers "ok"
 //	crash {code, stderr}       writes stderr, then exits with code without answering
-//	fork {}                    starts a grandchild in the same process group; answers its pid
+//	fork {setsid, ignore_term, daemon}
+//	                           starts a grandchild that inherits stdout and stderr and answers
+//	                           its pid. By default it stays in badchild's process group;
+//	                           setsid: it starts a session of its own (leaving the group);
+//	                           ignore_term: it ignores SIGTERM; daemon: it forks a daemon
+//	                           (setsid, ignoring SIGTERM) and exits, so the daemon is
+//	                           re-parented, and the answer is the daemon's pid
 //	slow {ms, steps}           sends progress (if _meta.progressToken) and log notifications
 //	                           per step over ms in total, then answers "slow done"
 //	sample {prompt}            sends sampling/createMessage to the client, answers the sampled text
@@ -26,7 +32,7 @@
 //	flood {count, bytes}       writes count notifications/progress (with _meta.progressToken,
 //	                           a message of bytes 'x') as fast as it can, then answers "flood done"
 //	env {}                     answers os.Environ() joined by "\n"
-//	pid {}                     answers os.Getpid()
+//	pid {}                     answers its pid
 //	cancels {}                 answers a JSON array of the requestIds seen in notifications/cancelled
 //	state_calls {}             answers the setLevel/subscribe/unsubscribe requests received, as a JSON array
 //	lifecycle {}               answers the initialize requests (with their params) and
@@ -38,11 +44,15 @@
 //	progress_after {}          answers "ok", then sends a progress notification for the request
 //	                           (if _meta.progressToken): progress after the answer
 //
+// Pids are as /proc sees them (the readlink of /proc/self), which inside a
+// PID namespace of the bridge's making is the bridge's view, not os.Getpid().
+//
 // Flags: -ignore-term, -ignore-eof, -banner, -exit-after-init, -stderr-at-start N,
 // -exit-first PATH (if PATH does not exist, create it and exit 3 as soon as the first line
 // arrives on stdin, unanswered: the first start fails, the next works), -exit-at-start
 // (always exit 3 at once), -never-init (never answer initialize).
-// Run as "badchild grandchild" it blocks until killed; that is what fork starts.
+// Run as "badchild grandchild [-ignore-term] [-daemon]" it blocks until killed
+// (with -daemon it starts the daemon and exits); that is what fork starts.
 // By default it exits 0 on stdin EOF once in-flight calls have ended.
 package main
 
@@ -98,7 +108,7 @@ type server struct {
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "grandchild" {
-		blockForever()
+		grandchild(os.Args[2:])
 	}
 	ignoreTerm := flag.Bool("ignore-term", false, "ignore SIGTERM, so only SIGKILL stops the process")
 	ignoreEOF := flag.Bool("ignore-eof", false, "keep running after stdin EOF until signalled")
@@ -301,6 +311,10 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 		Method  string          `json:"method"`
 		Params  json.RawMessage `json:"params"`
 		Count   int             `json:"count"`
+		// fork
+		Setsid     bool `json:"setsid"`
+		IgnoreTerm bool `json:"ignore_term"`
+		Daemon     bool `json:"daemon"`
 	}
 	if len(p.Arguments) > 0 {
 		if err := json.Unmarshal(p.Arguments, &a); err != nil {
@@ -336,7 +350,7 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 		fmt.Fprint(os.Stderr, a.Stderr)
 		os.Exit(a.Code)
 	case "fork":
-		s.fork(m.ID)
+		s.fork(m.ID, a.Setsid, a.IgnoreTerm, a.Daemon)
 	case "slow":
 		s.slow(m.ID, p.Meta.ProgressToken, a.MS, a.Steps, done)
 	case "sample":
@@ -353,7 +367,7 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 	case "env":
 		s.respond(m.ID, textResult(strings.Join(os.Environ(), "\n")), false)
 	case "pid":
-		s.respond(m.ID, textResult(strconv.Itoa(os.Getpid())), false)
+		s.respond(m.ID, textResult(strconv.Itoa(selfPid())), false)
 	case "state_calls":
 		s.stateMu.Lock()
 		b, _ := json.Marshal(s.stateCalls)
@@ -398,21 +412,89 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 
 // fork starts a grandchild that inherits stdout and stderr, so, like a
 // server started through npx or a shell, it keeps the pipes open after
-// badchild itself is killed unless the whole process group is.
-func (s *server) fork(id json.RawMessage) {
+// badchild itself is killed unless the whole tree is.
+func (s *server) fork(id json.RawMessage, setsid, ignoreTerm, daemon bool) {
+	var args []string
+	if ignoreTerm {
+		args = append(args, "-ignore-term")
+	}
+	if daemon {
+		args = append(args, "-daemon")
+	}
+	pid, wait, err := startGrandchild(setsid, args...)
+	if err != nil {
+		s.respondError(id, -32603, err.Error())
+		return
+	}
+	go wait() // reap it if it dies while we live; its exit status is of no interest
+	s.respond(id, textResult(strconv.Itoa(pid)), false)
+}
+
+// startGrandchild runs "badchild grandchild args..." and returns its pid,
+// which it reports itself on fd 3 (its pid as /proc sees it).
+func startGrandchild(setsid bool, args ...string) (int, func() error, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		s.respondError(id, -32603, fmt.Sprintf("find executable: %v", err))
-		return
+		return 0, nil, fmt.Errorf("find executable: %v", err)
 	}
-	cmd := exec.Command(exe, "grandchild")
+	r, w, err := os.Pipe()
+	if err != nil {
+		return 0, nil, err
+	}
+	defer r.Close()
+	cmd := exec.Command(exe, append([]string{"grandchild"}, args...)...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Start(); err != nil {
-		s.respondError(id, -32603, fmt.Sprintf("start grandchild: %v", err))
-		return
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: setsid}
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		return 0, nil, fmt.Errorf("start grandchild: %v", err)
 	}
-	go cmd.Wait() // reap it if it dies while we live; its exit status is of no interest
-	s.respond(id, textResult(strconv.Itoa(cmd.Process.Pid)), false)
+	line, _ := bufio.NewReader(r).ReadString('\n')
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return 0, nil, fmt.Errorf("the grandchild reported no pid (%q)", line)
+	}
+	return pid, cmd.Wait, nil
+}
+
+// grandchild is what fork starts: it reports a pid on fd 3 and blocks until
+// killed; with -daemon it starts a setsid'd daemon that ignores SIGTERM,
+// reports the daemon's pid instead, and exits.
+func grandchild(args []string) {
+	fs := flag.NewFlagSet("grandchild", flag.ExitOnError)
+	ignoreTerm := fs.Bool("ignore-term", false, "ignore SIGTERM")
+	daemon := fs.Bool("daemon", false, "start a setsid'd daemon ignoring SIGTERM, report its pid, and exit")
+	fs.Parse(args)
+	if *ignoreTerm {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	report := os.NewFile(3, "report")
+	if *daemon {
+		pid, _, err := startGrandchild(true, "-ignore-term")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "badchild: %v\n", err)
+			os.Exit(1)
+		}
+		fmt.Fprintf(report, "%d\n", pid)
+		os.Exit(0)
+	}
+	fmt.Fprintf(report, "%d\n", selfPid())
+	report.Close()
+	blockForever()
+}
+
+// selfPid is this process's pid as /proc sees it.
+func selfPid() int {
+	if l, err := os.Readlink("/proc/self"); err == nil {
+		if pid, err := strconv.Atoi(l); err == nil {
+			return pid
+		}
+	}
+	return os.Getpid()
 }
 
 func (s *server) slow(id, progressToken json.RawMessage, ms, steps int, cancelled <-chan struct{}) {
@@ -581,7 +663,7 @@ func toolList() []any {
 		{"stderr_flood", "Writes numbered lines to stderr before answering.", obj("lines", "integer")},
 		{"stderr", "Writes a line to stderr, then answers ok.", obj("stderr", "string")},
 		{"crash", "Writes to stderr and exits without answering.", obj("code", "integer", "stderr", "string")},
-		{"fork", "Starts a grandchild in the same process group; answers its pid.", obj()},
+		{"fork", "Starts a grandchild (or a daemon); answers its pid.", obj("setsid", "boolean", "ignore_term", "boolean", "daemon", "boolean")},
 		{"slow", "Sends progress and log notifications over ms milliseconds.", obj("ms", "integer", "steps", "integer")},
 		{"sample", "Asks the client for sampling/createMessage; answers its text.", obj("prompt", "string")},
 		{"notify", "Sends the given notification, then answers ok.", obj("method", "string", "params", "object")},

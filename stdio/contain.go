@@ -1,0 +1,177 @@
+package stdio
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// Containment is how a child and everything it starts are kept from
+// outliving their session and the bridge. Each operating system offers
+// its own; ContainmentInUse says which one this process uses and why.
+type Containment string
+
+// The strategies, best first. The README says what each guarantees.
+const (
+	// ContainAuto picks the best strategy the system allows, once per
+	// process (see ContainmentInUse).
+	ContainAuto Containment = "auto"
+	// ContainPIDNamespace runs each child in a PID namespace of its own
+	// under a small init process (this executable, re-executed): when the
+	// child exits, is stopped, or the bridge dies, the init exits and the
+	// kernel kills everything left in the namespace, daemons included.
+	// Linux; unprivileged where user namespaces are allowed.
+	ContainPIDNamespace Containment = "pid-namespace"
+	// ContainCgroup runs each child in a cgroup v2 group of its own, under
+	// the bridge's own (delegated) group, and ends it with cgroup.kill.
+	// Linux 5.14 or later, with a writable cgroup.
+	ContainCgroup Containment = "cgroup"
+	// ContainProcessGroup runs each child in a process group of its own and
+	// ends the group and every descendant still linked to the child by its
+	// parent chain; orphans re-parented to the bridge die at shutdown.
+	ContainProcessGroup Containment = "process-group"
+)
+
+// Containments lists every strategy name SetContainment accepts: auto,
+// then the strategies best first, the order auto tries them in.
+var Containments = []Containment{ContainAuto, ContainPIDNamespace, ContainCgroup, ContainProcessGroup}
+
+// The process-wide strategy, chosen once.
+var (
+	containMu  sync.Mutex
+	contained  Containment // "" until chosen
+	containWhy string
+)
+
+// ProbeContainment says whether this system can give strategy want, and
+// why: it returns the strategy want stands for (with ContainAuto, the best
+// one allowed), or an error saying why it cannot be had. It changes
+// nothing; the probes behind it run once per process.
+func ProbeContainment(want Containment) (Containment, string, error) {
+	if want == "" {
+		want = ContainAuto
+	}
+	return chooseContainment(want)
+}
+
+// SetContainment chooses the strategy for every Child started afterwards
+// whose Options do not name one: want, or with ContainAuto the best this
+// system allows. It returns the strategy in use and why, for the log. A
+// strategy the system cannot give is an error, and changes nothing.
+func SetContainment(want Containment) (Containment, string, error) {
+	if want == "" {
+		want = ContainAuto
+	}
+	got, why, err := chooseContainment(want)
+	if err != nil {
+		return "", "", err
+	}
+	containMu.Lock()
+	defer containMu.Unlock()
+	contained, containWhy = got, why
+	return got, why, nil
+}
+
+// ContainmentInUse is the strategy Children use when their Options name
+// none, and why: the one SetContainment chose, or else the best this
+// system allows, probed on first use and then kept.
+func ContainmentInUse() (Containment, string) {
+	containMu.Lock()
+	defer containMu.Unlock()
+	if contained == "" {
+		// The auto choice never fails: the last strategy always works.
+		contained, containWhy, _ = chooseContainment(ContainAuto)
+	}
+	return contained, containWhy
+}
+
+// chooseContainment resolves want (ContainAuto: the first strategy the
+// system gives, best first) and says why.
+func chooseContainment(want Containment) (Containment, string, error) {
+	switch want {
+	case ContainAuto:
+		var without []string
+		for _, c := range Containments[1:] {
+			why, err := probe(c)
+			if err == nil {
+				return c, strings.Join(append([]string{why}, without...), "; "), nil
+			}
+			without = append(without, err.Error())
+		}
+		return "", "", errors.New(strings.Join(without, "; "))
+	case ContainPIDNamespace, ContainCgroup, ContainProcessGroup:
+		why, err := probe(want)
+		if err != nil {
+			return "", "", err
+		}
+		return want, why + " (as asked)", nil
+	}
+	return "", "", fmt.Errorf("unknown containment %q: want one of %q", want, Containments)
+}
+
+// tree is how the operating system contains one child and everything it
+// starts. child.go holds what is the same everywhere (pipes, framing, the
+// stop sequence); a tree starts the child, signals it with all its
+// descendants, and waits for it. Each OS adds its own in a file of its own
+// (Linux: contain_linux.go).
+type tree interface {
+	// pid is the pid of the command (not of any helper process), as this
+	// process sees it.
+	pid() int
+	// signal sends sig to the child and every descendant still running. It
+	// never signals a process outside the tree (a pid reused after the
+	// child was reaped), and does nothing once wait has returned.
+	signal(sig syscall.Signal)
+	// wait blocks until the child has exited and nothing it started is left
+	// running (the tree kills what is left once the child has exited), and
+	// says how the child ended: nil for exit status 0, an *ExitError, or the
+	// error that stopped it. It is called once.
+	wait() error
+}
+
+// startContained starts cmd, whose Path, Args, Env, Dir and standard files
+// are set, contained by strategy s (ContainAuto: the process-wide one).
+func startContained(cmd *exec.Cmd, s Containment) (tree, error) {
+	if s == "" || s == ContainAuto {
+		s, _ = ContainmentInUse()
+	}
+	return startTree(cmd, s)
+}
+
+// ExitError reports a child that did not exit with status 0.
+type ExitError struct {
+	// Status is the child's wait status: an exit status, or the signal
+	// that ended it. With ContainPIDNamespace it is the command's own, as
+	// its init process reported it.
+	Status syscall.WaitStatus
+}
+
+// Error says how the child ended in the words of os.ProcessState: "exit
+// status 3", "signal: killed".
+func (e *ExitError) Error() string {
+	ws := e.Status
+	var s string
+	switch {
+	case ws.Exited():
+		s = fmt.Sprintf("exit status %d", ws.ExitStatus())
+	case ws.Signaled():
+		s = "signal: " + ws.Signal().String()
+	default:
+		s = fmt.Sprintf("wait status %v", ws)
+	}
+	if ws.CoreDump() {
+		s += " (core dumped)"
+	}
+	return s
+}
+
+// ExitCode is the exit status, or -1 if a signal ended the child.
+func (e *ExitError) ExitCode() int {
+	if !e.Status.Exited() {
+		return -1
+	}
+	return e.Status.ExitStatus()
+}

@@ -1,0 +1,613 @@
+package stdio
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Every child is started from one goroutine locked to its thread for the
+// life of the process. The direct child gets Pdeathsig SIGKILL, so it dies
+// with the bridge even when the bridge is SIGKILLed; but the kernel sends
+// it when the *thread* that forked the child exits, not the process
+// (golang/go#27505), and Go ends a thread whenever a goroutine that locked
+// it exits. Forking from a thread that never exits makes "parent died"
+// mean "the bridge died".
+var (
+	spawnOnce sync.Once
+	spawns    = make(chan spawnRequest)
+)
+
+type spawnRequest struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// spawn starts cmd on the spawner thread and registers its pid.
+func spawn(cmd *exec.Cmd) error {
+	spawnOnce.Do(func() { go spawner() })
+	req := spawnRequest{cmd, make(chan error, 1)}
+	spawns <- req
+	return <-req.done
+}
+
+// spawner never returns: its thread must live as long as the process (see
+// spawns). It only forks; waiting for anything happens elsewhere.
+func spawner() {
+	runtime.LockOSThread() // never unlocked
+	for req := range spawns {
+		req.done <- startRegistered(req.cmd)
+	}
+}
+
+func startTree(cmd *exec.Cmd, s Containment) (tree, error) {
+	switch s {
+	case ContainPIDNamespace:
+		ns, err := probeNamespace()
+		if err != nil {
+			return nil, err
+		}
+		return startNamespaced(cmd, ns)
+	case ContainCgroup:
+		cg, err := probeCgroup()
+		if err != nil {
+			return nil, err
+		}
+		return startCgroup(cmd, cg)
+	case ContainProcessGroup:
+		return startGroup(cmd)
+	}
+	return nil, fmt.Errorf("unknown containment %q", s)
+}
+
+// probe says whether this system gives strategy c, and how.
+func probe(c Containment) (string, error) {
+	switch c {
+	case ContainPIDNamespace:
+		ns, err := probeNamespace()
+		return ns.why(), err
+	case ContainCgroup:
+		cg, err := probeCgroup()
+		return cg.why(), err
+	case ContainProcessGroup:
+		return "a process group per child", nil
+	}
+	return "", fmt.Errorf("unknown containment %q", c)
+}
+
+// ---- PID namespace ----
+
+// nsConfig is how a PID namespace is made here: alone where the bridge
+// may (root, CAP_SYS_ADMIN), else inside a user namespace that maps the
+// bridge's own uid and gid to themselves. Root gets no user namespace: in
+// one, root's privileges would not reach files of unmapped users.
+type nsConfig struct{ userns bool }
+
+var probeNamespace = sync.OnceValues(func() (nsConfig, error) {
+	errAlone := runProbe(nsConfig{}.attr())
+	if errAlone == nil {
+		return nsConfig{}, nil
+	}
+	withUser := nsConfig{userns: true}
+	errUser := runProbe(withUser.attr())
+	if errUser == nil {
+		return withUser, nil
+	}
+	return nsConfig{}, fmt.Errorf("no PID namespace (%v; in a user namespace: %v)", errAlone, errUser)
+})
+
+func (c nsConfig) why() string {
+	if c.userns {
+		return "a PID namespace per child, in a user namespace"
+	}
+	return "a PID namespace per child"
+}
+
+func (c nsConfig) attr() *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{
+		Cloneflags: syscall.CLONE_NEWPID,
+		Setpgid:    true, // a terminal's Ctrl-C reaches the bridge only
+		Pdeathsig:  syscall.SIGKILL,
+	}
+	if c.userns {
+		a.Cloneflags |= syscall.CLONE_NEWUSER
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}
+		// An unprivileged process may map its gid only with setgroups
+		// denied; its supplementary groups still apply to file access.
+		a.GidMappingsEnableSetgroups = false
+	}
+	return a
+}
+
+// initCommand runs this executable as the init of a PID namespace.
+func initCommand(args ...string) *exec.Cmd {
+	return &exec.Cmd{Path: "/proc/self/exe", Args: append([]string{initArg0}, args...), Env: []string{initEnv}}
+}
+
+// runProbe starts an init in probe mode with attr and checks it ran.
+func runProbe(attr *syscall.SysProcAttr) error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	cmd := initCommand("probe")
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.SysProcAttr = attr
+	err = spawn(cmd)
+	w.Close()
+	if err != nil {
+		return err
+	}
+	kind, _ := readInitReport(bufio.NewReader(r))
+	err = cmd.Wait()
+	unregister(cmd.Process.Pid)
+	if err == nil && kind != 'P' {
+		err = errors.New("the init process did not recognise itself")
+	}
+	return err
+}
+
+// nsTree is a command run by an init process in a PID namespace of its own.
+type nsTree struct {
+	init    *exec.Cmd
+	report  *os.File
+	br      *bufio.Reader
+	cmdPid  int
+	initPid int
+
+	mu     sync.Mutex // orders signals against reaping the init (see signal)
+	reaped bool
+}
+
+func startNamespaced(cmd *exec.Cmd, ns nsConfig) (tree, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	init := initCommand(append([]string{"run", cmd.Path}, cmd.Args...)...)
+	init.Env = append(init.Env, cmd.Env...)
+	init.Dir = cmd.Dir
+	init.Stdin, init.Stdout, init.Stderr = cmd.Stdin, cmd.Stdout, cmd.Stderr
+	init.ExtraFiles = []*os.File{w}
+	init.SysProcAttr = ns.attr()
+	err = spawn(init)
+	w.Close()
+	if err != nil {
+		r.Close()
+		if pe, ok := errors.AsType[*os.PathError](err); ok && pe.Path == init.Path {
+			pe.Path = cmd.Path // the user's command, not this executable
+		}
+		return nil, err
+	}
+	t := &nsTree{init: init, report: r, br: bufio.NewReader(r), initPid: init.Process.Pid}
+	kind, rest := readInitReport(t.br)
+	if kind != 'P' {
+		werr := t.wait()
+		if kind == 'E' {
+			return nil, errors.New(rest)
+		}
+		return nil, fmt.Errorf("the init process failed: %v", werr)
+	}
+	t.cmdPid, _ = strconv.Atoi(rest)
+	if t.cmdPid == 0 {
+		t.cmdPid = t.initPid // /proc could not tell: the init stands for it
+	}
+	return t, nil
+}
+
+func (t *nsTree) pid() int { return t.cmdPid }
+
+// signal signals the init, which is this process's child: until it is
+// reaped its pid cannot be reused, so under mu with reaped false it is
+// never a stranger. The init forwards SIGTERM, SIGINT and SIGHUP to every
+// process of the namespace; SIGKILL ends it, and the kernel then kills
+// everything in the namespace.
+func (t *nsTree) signal(sig syscall.Signal) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.reaped {
+		_ = syscall.Kill(t.initPid, sig)
+	}
+}
+
+func (t *nsTree) wait() error {
+	// The init exits once the command has exited; by the time it is a
+	// zombie, the kernel has killed every other process of its namespace.
+	waitExitNoReap(t.initPid)
+	t.mu.Lock()
+	werr := t.init.Wait()
+	t.reaped = true
+	t.mu.Unlock()
+	unregister(t.initPid)
+	defer t.report.Close()
+	for {
+		switch kind, rest := readInitReport(t.br); kind {
+		case 'S':
+			ws, err := strconv.ParseUint(rest, 10, 32)
+			if err != nil {
+				return fmt.Errorf("the init process reported %q", rest)
+			}
+			return exitError(syscall.WaitStatus(ws))
+		case 0:
+			// No status: the init was killed (SIGKILL from Stop or Kill),
+			// and the command with its namespace.
+			return waitError(werr)
+		}
+	}
+}
+
+// ---- cgroup v2 ----
+
+// cgroupConfig is where the groups of the children are made: under the
+// bridge's own group.
+type cgroupConfig struct {
+	dir string // the bridge's group's directory
+	rel string // the same, as /proc/<pid>/cgroup names it
+}
+
+func (c cgroupConfig) why() string { return "a cgroup per child under " + c.dir }
+
+var probeCgroup = sync.OnceValues(func() (cgroupConfig, error) {
+	cg, err := ownCgroup()
+	if err != nil {
+		return cg, fmt.Errorf("no cgroup v2 group: %w", err)
+	}
+	dir, err := cg.make()
+	if err != nil {
+		return cg, fmt.Errorf("no cgroup v2 group: %w", err)
+	}
+	defer os.Remove(dir)
+	if _, err := os.Stat(filepath.Join(dir, "cgroup.kill")); err != nil {
+		return cg, fmt.Errorf("no cgroup.kill (Linux 5.14+): %w", err)
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return cg, fmt.Errorf("no cgroup v2 group: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := runProbe(&syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}); err != nil {
+		return cg, fmt.Errorf("cannot start a process in a cgroup of %s: %w", cg.dir, err)
+	}
+	return cg, nil
+})
+
+// ownCgroup finds this process's cgroup v2 group: its path from the "0::"
+// line of /proc/self/cgroup, under the cgroup2 mount of mountinfo.
+func ownCgroup() (cgroupConfig, error) {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return cgroupConfig{}, err
+	}
+	var rel string
+	for line := range strings.Lines(string(b)) {
+		if p, ok := strings.CutPrefix(strings.TrimSpace(line), "0::"); ok {
+			rel = p
+		}
+	}
+	if rel == "" {
+		return cgroupConfig{}, errors.New("not in a cgroup v2 hierarchy")
+	}
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return cgroupConfig{}, err
+	}
+	for line := range strings.Lines(string(mi)) {
+		// id parent major:minor root mountpoint options... - fstype source options
+		pre, post, ok := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 5 || len(g) < 1 || g[0] != "cgroup2" {
+			continue
+		}
+		root, mount := f[3], f[4]
+		sub, ok := strings.CutPrefix(rel, root)
+		if !ok {
+			continue
+		}
+		return cgroupConfig{dir: filepath.Join(mount, sub), rel: rel}, nil
+	}
+	return cgroupConfig{}, errors.New("no cgroup2 mount")
+}
+
+var cgroupSeq atomic.Int64
+
+// make creates a new group under the bridge's and returns its directory.
+func (c cgroupConfig) make() (string, error) {
+	dir := filepath.Join(c.dir, fmt.Sprintf("mcp-bridge-%d-%d", os.Getpid(), cgroupSeq.Add(1)))
+	return dir, os.Mkdir(dir, 0o755)
+}
+
+// cgroupTree is a command in a cgroup of its own.
+type cgroupTree struct {
+	cmd *exec.Cmd
+	dir string
+	rel string // the group as /proc/<pid>/cgroup names it
+
+	mu     sync.Mutex // orders signals against removing the group
+	reaped bool
+}
+
+func startCgroup(cmd *exec.Cmd, cg cgroupConfig) (tree, error) {
+	dir, err := cg.make()
+	if err != nil {
+		return nil, fmt.Errorf("make a cgroup: %w", err)
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		os.Remove(dir)
+		return nil, fmt.Errorf("open a cgroup: %w", err)
+	}
+	defer unix.Close(fd)
+	// CLONE_INTO_CGROUP: the child is in its group from its first
+	// instruction, so nothing it starts can escape before it is moved.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, UseCgroupFD: true, CgroupFD: fd}
+	if err := spawn(cmd); err != nil {
+		os.Remove(dir)
+		return nil, err
+	}
+	return &cgroupTree{cmd: cmd, dir: dir, rel: filepath.Join(cg.rel, filepath.Base(dir))}, nil
+}
+
+func (t *cgroupTree) pid() int { return t.cmd.Process.Pid }
+
+// signal: SIGKILL through cgroup.kill, which reaches every member at once
+// and cannot miss one being forked; other signals to each member.
+func (t *cgroupTree) signal(sig syscall.Signal) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.reaped {
+		return
+	}
+	if sig == syscall.SIGKILL {
+		t.kill()
+		return
+	}
+	b, err := os.ReadFile(filepath.Join(t.dir, "cgroup.procs"))
+	if err != nil {
+		return
+	}
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			signalIf(pid, sig, func() bool { return cgroupOf(pid) == t.rel })
+		}
+	}
+}
+
+func (t *cgroupTree) kill() {
+	_ = os.WriteFile(filepath.Join(t.dir, "cgroup.kill"), []byte("1"), 0)
+}
+
+func (t *cgroupTree) wait() error {
+	pid := t.cmd.Process.Pid
+	waitExitNoReap(pid)
+	t.kill() // whatever the child left in its group
+	t.waitEmpty()
+	t.mu.Lock()
+	werr := t.cmd.Wait()
+	t.reaped = true
+	// Only a process stuck in the kernel (state D) for over a minute keeps
+	// a killed group populated, and then its empty directory is left.
+	_ = os.Remove(t.dir)
+	t.mu.Unlock()
+	unregister(pid)
+	return waitError(werr)
+}
+
+// waitEmpty waits until no process of the group is left, reading
+// cgroup.events when the kernel says it changed. It gives up after a
+// minute: only a process stuck in the kernel outlives SIGKILL that long.
+func (t *cgroupTree) waitEmpty() {
+	f, err := os.Open(filepath.Join(t.dir, "cgroup.events"))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	deadline := time.Now().Add(time.Minute)
+	buf := make([]byte, 256)
+	for time.Now().Before(deadline) {
+		n, err := f.ReadAt(buf, 0)
+		if err != nil && err != io.EOF {
+			return
+		}
+		if bytes.Contains(buf[:n], []byte("populated 0")) {
+			return
+		}
+		// The file signals a change with POLLPRI; the timeout only guards
+		// against a missed one.
+		fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLPRI}}
+		_, _ = unix.Poll(fds, 100)
+	}
+}
+
+// cgroupOf is pid's cgroup v2 path, "" if it has none or is gone.
+func cgroupOf(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		return ""
+	}
+	for line := range strings.Lines(string(b)) {
+		if p, ok := strings.CutPrefix(strings.TrimSpace(line), "0::"); ok {
+			return p
+		}
+	}
+	return ""
+}
+
+// ---- process group ----
+
+// groupTree is a command leading a process group of its own. Signals go
+// to the group and to every descendant still linked to the command by its
+// parent chain (setsid'd ones included); a descendant whose parent died
+// first is re-parented to the bridge, and dies at shutdown (ReapOrphans).
+type groupTree struct {
+	cmd *exec.Cmd
+
+	mu     sync.Mutex // orders signals against reaping the leader
+	reaped bool
+	// seen holds pidfds of every descendant a signal reached, so that
+	// wait can kill those still alive once the command is gone (they are
+	// no longer its descendants then).
+	seen []int
+}
+
+func startGroup(cmd *exec.Cmd) (tree, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := spawn(cmd); err != nil {
+		return nil, err
+	}
+	return &groupTree{cmd: cmd}, nil
+}
+
+func (t *groupTree) pid() int { return t.cmd.Process.Pid }
+
+func (t *groupTree) signal(sig syscall.Signal) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.reaped {
+		return
+	}
+	pid := t.cmd.Process.Pid
+	// The descendants first: once the leader dies (SIGKILL), its children
+	// are re-parented and no walk from it finds them.
+	fds := descendants(pid)
+	// Until the leader is reaped its pid, which is the group id, cannot be
+	// reused, so the group signal never reaches a stranger.
+	_ = syscall.Kill(-pid, sig)
+	for _, fd := range fds {
+		_ = unix.PidfdSendSignal(fd, sig, nil, 0)
+		t.seen = append(t.seen, fd)
+	}
+}
+
+func (t *groupTree) wait() error {
+	pid := t.cmd.Process.Pid
+	// Wait for the exit without reaping, so the group id stays ours while
+	// the leftovers are killed.
+	waitExitNoReap(pid)
+	t.mu.Lock()
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	for _, fd := range t.seen {
+		_ = unix.PidfdSendSignal(fd, syscall.SIGKILL, nil, 0)
+		unix.Close(fd)
+	}
+	t.seen = nil
+	err := t.cmd.Wait()
+	t.reaped = true
+	t.mu.Unlock()
+	unregister(pid)
+	return waitError(err)
+}
+
+// descendants returns pidfds of every process below pid, found through the
+// children lists of /proc. A pidfd names one process for good; each is
+// opened, then its parent checked, so a pid reused between the two reads
+// is never taken for a descendant.
+func descendants(pid int) []int {
+	var fds []int
+	queue := []int{pid}
+	for len(queue) > 0 && len(fds) < 1<<16 {
+		parent := queue[0]
+		queue = queue[1:]
+		for _, c := range childrenOf(parent) {
+			fd, err := unix.PidfdOpen(c, 0)
+			if err != nil {
+				continue
+			}
+			if _, ppid, err := procStat(c); err != nil || ppid != parent {
+				unix.Close(fd)
+				continue
+			}
+			fds = append(fds, fd)
+			queue = append(queue, c)
+		}
+	}
+	return fds
+}
+
+// signalIf sends sig to pid if check, made after pid is pinned by a pidfd,
+// says it is still the process meant.
+func signalIf(pid int, sig syscall.Signal, check func() bool) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	if check() {
+		_ = unix.PidfdSendSignal(fd, sig, nil, 0)
+	}
+}
+
+// childrenOf lists the children of pid from the children files of its
+// threads (a child belongs to the thread that forked it).
+func childrenOf(pid int) []int {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// procStat is the state letter and parent pid of pid.
+func procStat(pid int) (state string, ppid int, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", 0, err
+	}
+	// The command name may hold spaces and parens: fields start after the
+	// last ')'.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 2 {
+		return "", 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	ppid, err = strconv.Atoi(f[1])
+	return f[0], ppid, err
+}
+
+// ---- exit status ----
+
+// exitError is nil for exit status 0, else an *ExitError.
+func exitError(ws syscall.WaitStatus) error {
+	if ws.Exited() && ws.ExitStatus() == 0 {
+		return nil
+	}
+	return &ExitError{Status: ws}
+}
+
+// waitError turns exec.Cmd.Wait's error into what Child.Err reports.
+func waitError(err error) error {
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok {
+			return exitError(ws)
+		}
+	}
+	return err
+}
