@@ -604,6 +604,16 @@ func (u *upstream) waitExit(child *stdio.Child) {
 		return
 	case <-t.C:
 	}
+	u.mu.Lock()
+	stopping := u.stopping
+	u.mu.Unlock()
+	if stopping {
+		// The bridge is stopping it anyway (its session ended, or the
+		// bridge closes): the stop sequence is under way, and a slow exit
+		// is not a child that stopped answering.
+		<-child.Done()
+		return
+	}
 	u.stdoutClosed(child)
 	<-child.Done()
 }

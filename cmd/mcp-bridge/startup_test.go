@@ -281,6 +281,7 @@ func TestFlagErrorsShowNoValue(t *testing.T) {
 		"audit-log":         {value: "/nonexistent/" + secret},
 		"admin":             {value: secret},
 		"metrics-token-env": {value: secret, want: nameHint},
+		"containment":       {value: secret},
 	}
 	var tests []refusal
 	ct := reflect.TypeFor[Config]()
