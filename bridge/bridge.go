@@ -88,8 +88,11 @@ type Config struct {
 	// its own id for the request, and a late answer is dropped. A
 	// request in flight keeps its session from idling, so this also
 	// bounds how long a hung request keeps a session and its child alive.
-	// Default 5 min; negative disables (as for the other durations, the
-	// zero value is the default).
+	// It also bounds how long the child may leave a message unread on its
+	// stdin (stdio.Options.WriteStall): one that stops reading is taken to
+	// be hung, its requests fail, and it is stopped (a shared one
+	// restarted). Default 5 min; negative disables (as for the other
+	// durations, the zero value is the default).
 	RequestTimeout time.Duration
 	// InitTimeout bounds the wait for the child's answer to initialize: a
 	// client's, or the bridge's own (stateless mode, a restarted shared
@@ -816,7 +819,10 @@ func (b *Bridge) childOptions(log *slog.Logger, env []string) stdio.Options {
 		Env:          childEnv,
 		MaxLineBytes: b.cfg.MaxLineBytes,
 		StopGrace:    b.cfg.StopGrace,
-		Logger:       log,
+		// A message the child leaves unread for as long as a request may
+		// take can never be answered in time: it has stopped reading.
+		WriteStall: max(b.cfg.RequestTimeout, 0),
+		Logger:     log,
 	}
 }
 

@@ -223,6 +223,15 @@ func (u *upstream) register(c *call, m *Message) []byte {
 func (u *upstream) write(child *stdio.Child, lines [][]byte) {
 	for _, line := range lines {
 		if err := child.Write(line); err != nil {
+			if errors.Is(err, stdio.ErrStalled) {
+				// It has not read its stdin for RequestTimeout: nothing
+				// written to it can be answered in time. Stopping it takes
+				// the grace periods; the writer (often a client's POST)
+				// does not wait for that, its request is failed meanwhile.
+				go u.unanswerable(child, fmt.Sprintf("the MCP server stopped reading its input: a message waited %v to be taken (--request-timeout)", u.b.cfg.RequestTimeout),
+					"the MCP server stopped reading its stdin; stopping it")
+				return
+			}
 			u.logger().Warn("write to child failed", "err", err)
 			return
 		}
@@ -619,13 +628,27 @@ func (u *upstream) waitExit(child *stdio.Child) {
 }
 
 // stdoutClosed handles a child that closed its stdout and runs on: it can
-// no longer answer. Every request in flight fails now with -32005 and the
-// last lines of its stderr, and it is stopped with the grace sequence; a
-// shared child is then restarted as after a crash.
+// no longer answer.
 func (u *upstream) stdoutClosed(child *stdio.Child) {
-	const reason = "the MCP server closed its stdout and can no longer answer"
+	u.unanswerable(child, "the MCP server closed its stdout and can no longer answer",
+		"the MCP server closed its stdout but is still running; stopping it")
+}
+
+// unanswerable handles a child that runs on but can no longer serve (it
+// closed its stdout, or stopped reading its stdin), once per child: every
+// request in flight fails now with -32005, reason and the last lines of
+// its stderr, and it is stopped with the grace sequence; a shared child
+// is then restarted as after a crash.
+func (u *upstream) unanswerable(child *stdio.Child, reason, warn string) {
+	u.mu.Lock()
+	if u.unresponsive == child || u.stopping {
+		u.mu.Unlock()
+		return // already being stopped
+	}
+	u.unresponsive = child
+	u.mu.Unlock()
 	tail := child.StderrTail()
-	u.logger().Warn("the MCP server closed its stdout but is still running; stopping it", "child_pid", child.Pid(), "stderr_tail", tail)
+	u.logger().Warn(warn, "child_pid", child.Pid(), "stderr_tail", tail)
 	data := map[string]any{}
 	if len(tail) > 0 {
 		data["stderr"] = strings.Join(tail, "\n")

@@ -500,3 +500,75 @@ func TestLateProgress(t *testing.T) {
 		t.Errorf("not logged at debug with the child's id:\n%s", logs.String())
 	}
 }
+
+// TestStdinStalled: a child that stops reading its stdin while it runs
+// on. Once its pipe is full, a write blocked on it is bounded by
+// --request-timeout: every request in flight fails with -32005 saying the
+// server stopped reading, the child is stopped (a shared one restarted),
+// and the POST that was writing returns. Before, the write, and with it
+// the client's POST and the timeout's own cancel, waited for good.
+func TestStdinStalled(t *testing.T) {
+	for _, mode := range []string{ModePerSession, ModeShared} {
+		t.Run(mode, func(t *testing.T) {
+			ctx := safety(t)
+			b, logs := waitsBridge(t, Config{Mode: mode, RequestTimeout: 500 * time.Millisecond})
+			s, _, err := join(ctx, t, b, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid := s.ChildPid()
+			if r := callTool(ctx, t, s, "1", "stop_reading"); r.text() != "ok" {
+				t.Fatalf("stop_reading: %+v", r)
+			}
+			// Requests of 256 KiB each: the first fills the 64 KiB pipe and
+			// blocks its writer, the rest wait behind it.
+			big := strings.Repeat("x", 256<<10)
+			type result struct {
+				r   reply
+				err error
+			}
+			results := make(chan result, 3)
+			for i := range 3 {
+				go func() {
+					st, err := s.Send([]Message{rpc(t, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"message":%q}}}`, 10+i, big)}, false)
+					if err != nil {
+						results <- result{err: err}
+						return
+					}
+					r, err := drainErr(ctx, st)
+					results <- result{r, err}
+				}()
+			}
+			for range 3 {
+				res := <-results
+				switch {
+				case res.err != nil && !errors.Is(res.err, errNoAnswer):
+					// Refused outright: the child is already being stopped.
+				case res.err != nil:
+					t.Fatal(res.err)
+				default:
+					wantCode(t, res.r, CodeChildExited, "stopped reading its input")
+				}
+			}
+			if !strings.Contains(logs.String(), "the MCP server stopped reading its stdin; stopping it") {
+				t.Errorf("not logged:\n%s", logs.String())
+			}
+			if mode == ModePerSession {
+				select {
+				case <-s.Done():
+				case <-ctx.Done():
+					t.Fatal("the session did not end")
+				}
+				until(t, "the child was reaped", func() bool { return b.Children() == 0 })
+			} else {
+				until(t, "the shared child was restarted", func() bool { p := s.ChildPid(); return p != 0 && p != pid })
+				if r := callTool(ctx, t, s, "20", "pid"); r.text() == "" || r.text() == fmt.Sprint(pid) {
+					t.Fatalf("a call after the restart: %+v", r)
+				}
+			}
+			if got := b.Stats().ChildrenUnresponsive.Load(); got != 1 {
+				t.Errorf("ChildrenUnresponsive %d, want 1", got)
+			}
+		})
+	}
+}

@@ -45,6 +45,12 @@ const (
 // ErrClosed is returned by Write once the child's stdin is closed.
 var ErrClosed = errors.New("child stdin closed")
 
+// ErrStalled is returned by Write once the child has left a message
+// unread for longer than Options.WriteStall: it has stopped reading its
+// stdin. Every later Write returns it too, since the message may have been
+// cut short mid-line and the child's framing is broken.
+var ErrStalled = errors.New("the child stopped reading its stdin")
+
 // Options configures a child. The zero value of every field but Argv works.
 type Options struct {
 	// Argv is the program and its arguments. No shell is involved, so
@@ -66,6 +72,12 @@ type Options struct {
 	// StopGrace is each of the two waits in Stop: after closing stdin and
 	// after SIGTERM. Default 2 s.
 	StopGrace time.Duration
+	// WriteStall bounds how long one Write may wait for the child to take
+	// a message from its stdin pipe (which holds 64 KiB); past it Write
+	// returns ErrStalled, for good. A child busy with one long call may
+	// leave its stdin unread for a while, so make it generous. Default 0:
+	// no bound (Stop and Kill still end a blocked Write).
+	WriteStall time.Duration
 	// Containment is how this child and what it starts are contained.
 	// Default (empty or ContainAuto): the process-wide strategy (see
 	// ContainmentInUse). A strategy this system cannot give fails Start.
@@ -115,6 +127,10 @@ type Child struct {
 	// writeMu: a Write blocked on a child that has stopped reading holds
 	// it, and only closing the pipe ends that Write.
 	closed atomic.Bool
+	// Guarded by writeMu: the write deadline in force (WriteStall), and
+	// whether a write ran past it.
+	deadline time.Time
+	stalled  bool
 
 	stopOnce sync.Once
 	done     chan struct{} // closed when the child is reaped and stdout is read to its end
@@ -266,6 +282,10 @@ func (c *Child) Write(msg []byte) error {
 	if c.closed.Load() {
 		return ErrClosed
 	}
+	if c.stalled {
+		return fmt.Errorf("stdio: write to child %d: %w", c.pid, ErrStalled)
+	}
+	c.armDeadlineLocked()
 	var err error
 	if len(msg) <= 64<<10 {
 		c.wbuf = append(append(c.wbuf[:0], msg...), '\n')
@@ -279,9 +299,30 @@ func (c *Child) Write(msg []byte) error {
 		if c.closed.Load() { // closed under this Write by Stop or Kill
 			return ErrClosed
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			c.stalled = true
+			c.log.Load().Warn("the child left a message unread past the write bound; it has stopped reading its stdin", "write_stall", c.opts.WriteStall)
+			return fmt.Errorf("stdio: write to child %d: %w", c.pid, ErrStalled)
+		}
 		return fmt.Errorf("stdio: write to child %d: %w", c.pid, err)
 	}
 	return nil
+}
+
+// armDeadlineLocked keeps a write deadline between WriteStall/2 and
+// WriteStall ahead of every write. Setting one is cheap but not free
+// (the runtime's poller re-arms a timer), so it is moved only when half
+// of it is used up: one write in many pays for it. Called with writeMu.
+func (c *Child) armDeadlineLocked() {
+	if c.opts.WriteStall <= 0 {
+		return
+	}
+	now := time.Now()
+	if !c.deadline.IsZero() && c.deadline.Sub(now) > c.opts.WriteStall/2 {
+		return
+	}
+	c.deadline = now.Add(c.opts.WriteStall)
+	_ = c.stdin.SetWriteDeadline(c.deadline) // a pipe from os.Pipe is pollable
 }
 
 // Stop ends the child the way the MCP stdio transport says a client should:

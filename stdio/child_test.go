@@ -814,3 +814,33 @@ func TestStdoutClosed(t *testing.T) {
 		t.Errorf("Err() = %v: the child exits 0 on stdin EOF", err)
 	}
 }
+
+// TestWriteStall: a Write that the child leaves unread past WriteStall
+// (here a child that never reads its stdin, once the pipe is full) returns
+// ErrStalled, and so does every later Write, at once: the message may
+// have been cut mid-line. Without the bound it would wait for good.
+func TestWriteStall(t *testing.T) {
+	p := startChild(t, stdio.Options{Argv: []string{"sleep", "1000"}, WriteStall: 200 * time.Millisecond})
+	msg := bytes.Repeat([]byte("x"), 256<<10) // bigger than the pipe
+	done := make(chan error, 1)
+	go func() { done <- p.c.Write(msg) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, stdio.ErrStalled) {
+			t.Fatalf("Write to a child that does not read = %v, want ErrStalled", err)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("Write never returned")
+	}
+	if err := p.c.Write([]byte(`{}`)); !errors.Is(err, stdio.ErrStalled) {
+		t.Errorf("a later Write = %v, want ErrStalled", err)
+	}
+	// A child that reads is never stalled, however long it runs.
+	q := startChild(t, stdio.Options{WriteStall: 200 * time.Millisecond})
+	for i := range 50 {
+		if err := q.c.Write(request(i+1, "echo", map[string]any{"message": "m"})); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+		<-q.msgs
+	}
+}

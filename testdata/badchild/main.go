@@ -43,6 +43,8 @@
 //	                           keeps running (reading stdin) without answering
 //	progress_after {}          answers "ok", then sends a progress notification for the request
 //	                           (if _meta.progressToken): progress after the answer
+//	stop_reading {}            answers "ok", then never reads stdin again and keeps running
+//	                           (until signalled): a server whose input backs up
 //
 // Pids are as /proc sees them (the readlink of /proc/self), which inside a
 // PID namespace of the bridge's making is the bridge's view, not os.Getpid().
@@ -215,6 +217,11 @@ func (s *server) handle(line []byte, exitAfterInit bool) {
 		s.respond(m.ID, struct{}{}, false)
 	case m.Method == "tools/list":
 		s.respond(m.ID, map[string]any{"tools": toolList()}, false)
+	case m.Method == "tools/call" && toolName(m.Params) == "stop_reading":
+		// Answered here, on the read loop, which then never reads again.
+		s.respond(m.ID, textResult("ok"), false)
+		fmt.Fprintln(os.Stderr, "badchild: no longer reading stdin")
+		blockForever()
 	case m.Method == "tools/call":
 		done := make(chan struct{})
 		s.stateMu.Lock()
@@ -229,6 +236,15 @@ func (s *server) handle(line []byte, exitAfterInit bool) {
 	default:
 		s.respondError(m.ID, -32601, "method not found: "+m.Method)
 	}
+}
+
+// toolName is the name of the tool a tools/call's params call.
+func toolName(params json.RawMessage) string {
+	var p struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return p.Name
 }
 
 func (s *server) initialize(m message) {
@@ -676,6 +692,7 @@ func toolList() []any {
 		{"hang", "Never answers; waits until cancelled.", obj()},
 		{"close_stdout", "Closes stdout and keeps running without answering.", obj()},
 		{"progress_after", "Answers ok, then sends progress for the request.", obj()},
+		{"stop_reading", "Answers ok, then never reads stdin again (and keeps running).", obj()},
 	}
 	out := make([]any, 0, len(tools))
 	for _, t := range tools {
