@@ -541,7 +541,7 @@ func (b *Bridge) identityUpstream(owner Owner, env []string) (*upstream, *Error)
 		}
 	}
 	u := newUpstream(b, true)
-	u.identity, u.identityName, u.env = owner.Key, owner.Name, env
+	u.identity, u.identityName, u.env, u.perIdentity = owner.Key, owner.Name, env, true
 	log := b.log.With("principal", owner.Name)
 	u.logp.Store(log)
 	if err := u.start(log); err != nil {

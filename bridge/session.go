@@ -736,7 +736,7 @@ func (s *Session) end() {
 		}
 		child := u.child
 		reason := s.endReason
-		retire := u.identity != "" && len(u.sessions) == 0 && !u.stopping
+		retire := u.perIdentity && len(u.sessions) == 0 && !u.stopping
 		if retire {
 			u.stopping = true // no session joins a child on its way out
 		}

@@ -108,7 +108,7 @@ func (u *upstream) snapshot(everyone bool) (ChildSnapshot, bool) {
 		Sessions: len(u.sessions), Identity: u.identityName, StderrTail: u.child.StderrTail(), everyone: everyone}
 	switch {
 	case everyone:
-	case u.identity != "":
+	case u.perIdentity:
 		c.owners = []string{u.identity}
 	default:
 		for s := range u.sessions {

@@ -29,6 +29,7 @@ type upstream struct {
 	// its environment.
 	identity     string
 	identityName string
+	perIdentity  bool // a per-identity child (the anonymous principal's has identity "")
 	env          []string
 
 	mu         sync.Mutex

@@ -572,3 +572,34 @@ func TestStdinStalled(t *testing.T) {
 		})
 	}
 }
+
+// TestPerIdentityRetires: in per-identity mode a principal's child is
+// stopped with its last session, the anonymous principal's (a bridge
+// without authentication) as well as a named one's. Before, the
+// anonymous principal's child, whose key is "", was kept until shutdown.
+func TestPerIdentityRetires(t *testing.T) {
+	for _, owner := range []string{"", "token ALICE"} {
+		t.Run(fmt.Sprintf("owner %q", owner), func(t *testing.T) {
+			ctx := safety(t)
+			b, _ := waitsBridge(t, Config{Mode: ModePerIdentity})
+			var sessions []*Session
+			for range 2 {
+				s, st, err := b.Initialize(ctx, owner, initRequest(t), false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				drain(ctx, t, st)
+				sessions = append(sessions, s)
+			}
+			if sessions[0].ChildPid() != sessions[1].ChildPid() || b.Children() != 1 {
+				t.Fatalf("two sessions of one principal on %d children", b.Children())
+			}
+			sessions[0].Close()
+			if b.Children() != 1 {
+				t.Fatal("the child was stopped while a session of its principal lives")
+			}
+			sessions[1].Close()
+			until(t, "the principal's child was stopped with its last session", func() bool { return b.Children() == 0 })
+		})
+	}
+}

@@ -58,6 +58,12 @@ type MountsOptions struct {
 	// Web, when set, serves the web page at / for every server (see
 	// mountsWeb).
 	Web *MountsWeb
+	// AllowedOrigins and LoopbackOnly are the Origin and Host checks of
+	// Options (the DNS-rebinding defence), applied to every path of the
+	// listener, the web page and /healthz included, before any server's
+	// own. An invalid origin pattern allows no origin but loopback ones.
+	AllowedOrigins []string
+	LoopbackOnly   bool
 }
 
 // MountSpec is one server of the set given to Apply.
@@ -154,6 +160,14 @@ func NewMounts(opts MountsOptions) *Mounts {
 
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
+	// The page and its feed live here, outside every server's handler: a
+	// rebinding page must meet the same checks here as at an endpoint.
+	origins, err := newOriginMatcher(opts.AllowedOrigins)
+	if err != nil {
+		opts.Logger.Error("invalid --allow-origin: allowing loopback origins only", "err", err)
+		origins, _ = newOriginMatcher(nil)
+	}
+	r.Use(guard{origins: origins, loopbackOnly: opts.LoopbackOnly, refused: newOriginLog(opts.Logger, time.Now)}.middleware)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))

@@ -181,3 +181,55 @@ func TestMountsWebTenancy(t *testing.T) {
 		}
 	}
 }
+
+// TestMountsGuard: with several servers, the listener's own paths (the
+// web page, its feed, /healthz, /readyz) meet the DNS-rebinding checks
+// of every endpoint: a Host that is not loopback, or a browser Origin
+// that is not allowed, gets 403; a loopback Host and an allowed Origin
+// pass. Before, only the servers' endpoints were guarded, so a rebinding
+// page could read the feed of a bridge without authentication.
+func TestMountsGuard(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := httpapi.NewMounts(httpapi.MountsOptions{Logger: testLogger(t), Web: &httpapi.MountsWeb{Context: ctx},
+		LoopbackOnly: true, AllowedOrigins: []string{"https://app.example"}})
+	srv := httptest.NewServer(m)
+	t.Cleanup(func() {
+		cancel()
+		srv.CloseClientConnections()
+		srv.Close()
+		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer ccancel()
+		_ = m.Close(cctx)
+	})
+	if _, err := m.Apply([]httpapi.MountSpec{mountSpec(t, "alpha", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, host, origin string
+		want               int
+	}{
+		{"loopback", "", "", http.StatusOK},
+		{"allowed origin", "", "https://app.example", http.StatusOK},
+		{"rebinding host", "evil.example:80", "", http.StatusForbidden},
+		{"foreign origin", "", "https://evil.example", http.StatusForbidden},
+	} {
+		for _, path := range []string{"/", "/ui/config.json", "/healthz", "/readyz"} {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+			if tc.host != "" {
+				req.Host = tc.host
+			}
+			if tc.origin != "" {
+				req.Header.Set("Origin", tc.origin)
+			}
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("%s: GET %s: %d, want %d", tc.name, path, resp.StatusCode, tc.want)
+			}
+		}
+	}
+}

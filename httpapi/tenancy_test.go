@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -121,6 +122,9 @@ func TestWebTenancy(t *testing.T) {
 				return len(v.snap.Sessions) == wantSessions && strings.Contains(v.raw, users[0].secret) && strings.Contains(v.raw, users[1].secret)
 			})
 			admin := seen[len(seen)-1].snap
+			if wantMode := cmp.Or(bc.Mode, "stateless"); admin.Mode != wantMode {
+				t.Errorf("the page says mode %q, want %q", admin.Mode, wantMode)
+			}
 			wantChildren := 2
 			if multiplexed {
 				wantChildren = 1

@@ -34,7 +34,13 @@ func (h *mcpHandler) mountWeb(r chi.Router, resource resourceURL) error {
 		return fmt.Errorf("httpapi: %w", err)
 	}
 	feed := web.NewFeed(web.FeedOptions{
-		Snapshot:     func() any { return webSnapshot(opts.Bridge.Snapshot()) },
+		Snapshot: func() any {
+			s := opts.Bridge.Snapshot()
+			if opts.Stateless {
+				s.Mode = "stateless" // the bridge serves it on its shared child, whatever its mode
+			}
+			return webSnapshot(s)
+		},
 		View:         viewer{auth: opts.Auth != nil, admins: opts.Admins}.view,
 		KeepAlive:    opts.KeepAlive,
 		WriteTimeout: opts.WriteTimeout,

@@ -429,6 +429,9 @@ func openServers(cfg Config, environ []string, bc bridge.Config, ho httpapi.Opti
 			StopTimeout:  2*cfg.StopGrace + time.Second,
 			Logger:       log,
 			Web:          mountsWeb(ho),
+			// The same checks as each server's own (they share the flags).
+			AllowedOrigins: ho.AllowedOrigins,
+			LoopbackOnly:   ho.LoopbackOnly,
 		}),
 		file: cfg.ConfigFile, cfg: cfg, environ: environ, bridge: bc, http: ho, log: log,
 	}
