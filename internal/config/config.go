@@ -54,8 +54,8 @@ const (
 // its zero value (false, 0, "", none) is a plain value. A field with any
 // other default is a pointer: nil means "not given", and the setting
 // takes the default of the package that interprets it (Defaults lists
-// them, read from those packages' Default* constants; --help shows them
-// and a test holds README to them). A value given is the user's, zero
+// them, read from those packages' Default* and mode constants; --help
+// shows them and a test holds README to them). A value given is the user's, zero
 // included, and is checked as such: --port 0 picks a free port,
 // --request-timeout 0 turns the timeout off, --web=false turns the page
 // off, --max-sessions 0 is refused. So no default is written twice, and
@@ -126,7 +126,7 @@ type Config struct {
 }
 
 // Groups are the topics of the settings (each field's group tag), in the
-// order --help and README present them.
+// order to present them. (--help still lists the flags alphabetically.)
 var Groups = []struct{ Name, Title string }{
 	{"server", "The MCP server"},
 	{"processes", "Processes"},
