@@ -1,6 +1,7 @@
 // Command mcp-bridge serves a stdio MCP server over Streamable HTTP, one
-// child process per MCP session. This file only wires the packages
-// together; see README.md for the options.
+// child process per MCP session. It only wires the packages together:
+// the settings (internal/config) into a bridge, its HTTP handler and a
+// server, then the shutdown. See README.md for the options.
 package main
 
 import (
@@ -9,28 +10,24 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
+	"github.com/mcp-bridge/mcp-bridge/internal/config"
 	"github.com/mcp-bridge/mcp-bridge/internal/demo"
 	"github.com/mcp-bridge/mcp-bridge/stdio"
 )
 
 func main() {
 	// Subcommands come alone, first; any other word before -- is refused
-	// (flags.go), so a subcommand is never taken for the server's command.
+	// (internal/config), so a subcommand is never taken for the server's command.
 	if len(os.Args) == 2 && os.Args[1] == "version" {
 		fmt.Println(versionString())
 		return
@@ -47,66 +44,35 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
 }
 
+// run is the bridge's life: its settings, then the packages wired
+// together, served, and shut down when ctx ends. It returns the exit
+// status: 2 for settings the bridge cannot start with, 1 when it cannot
+// run.
 func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	cfg, err := loadConfig(args, envMap(environ), stderr)
+	cfg, err := config.Load(args, environ, stderr)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
-	case errors.Is(err, errVersion):
+	case errors.Is(err, config.ErrVersion):
 		fmt.Fprintln(stdout, versionString())
 		return 0
+	case err != nil:
+		return refuse(stderr, err)
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "mcp-bridge: %v\n", err)
-		return 2
-	}
-	log := newLogger(cfg, stderr)
+	log := cfg.Logger(stderr)
 	// The JWKS, if any, is refreshed until the bridge exits.
 	authCtx, stopAuth := context.WithCancel(context.Background())
 	defer stopAuth()
-	vars := envMap(environ)
-	verifier, err := cfg.verifier(authCtx, func(k string) (string, bool) { v, ok := vars[k]; return v, ok }, log)
+	hopts, closeAudit, err := endpoint(authCtx, &cfg, environ, stdout, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-bridge: %v\n", err)
-		return 2
+		return refuse(stderr, err)
 	}
-	metricsAuth, err := cfg.metricsAuth(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
-	if err != nil {
-		fmt.Fprintf(stderr, "mcp-bridge: %v\n", err)
-		return 2
-	}
-	policy, _ := cfg.toolPolicy() // validated by loadConfig
-	var audit io.Writer
-	switch cfg.AuditLog {
-	case "":
-	case "-":
-		audit = stdout
-	default:
-		f, err := os.OpenFile(cfg.AuditLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			fmt.Fprintf(stderr, "mcp-bridge: invalid %s: cannot open the file: %v\n", describe("AuditLog"), pathless(err))
-			return 2
-		}
-		defer f.Close()
-		audit = f
-	}
-	if verifier == nil && cfg.ConfigFile == "" && !isLoopback(cfg.Host) { // --config: warned per server
-		log.Warn("no authentication on a non-loopback address: anyone who reaches it can start processes; set --token-env or a JWT key")
-	}
+	defer closeAudit()
+	hopts.Context = ctx // its end starts the shutdown: the web page's feed closes then
 
-	command := []string(cfg.Command)
-	if len(command) == 0 {
-		self, err := os.Executable()
-		if err != nil {
-			log.Error("cannot find this executable to run the demo server", "err", err)
-			return 1
-		}
-		command = []string{self, "demo-server"}
-	}
-	cont, why, err := stdio.SetContainment(stdio.Containment(cfg.Containment))
+	cont, why, err := cfg.Contain()
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-bridge: --containment / MCP_BRIDGE_CONTAINMENT: %v\n", err)
-		return 2
+		return refuse(stderr, err)
 	}
 	log.Info("process containment", "strategy", cont, "why", why)
 	// Orphans of children are re-parented to the bridge and reaped here,
@@ -117,79 +83,54 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	if err := stdio.EnableSubreaper(reapCtx, log); err != nil {
 		log.Warn("cannot reap orphaned grandchildren", "err", err)
 	}
-
-	bcfg := bridge.Config{
-		Command:        command,
-		Mode:           cfg.Mode,
-		Prespawn:       cfg.Prespawn,
-		MaxChildren:    cfg.MaxChildren,
-		SpawnQueue:     cfg.SpawnQueue,
-		Dir:            cfg.Dir,
-		Env:            stdio.Environ(environ, cfg.hiddenFromChild(), cfg.Env),
-		MaxLineBytes:   cfg.MaxMessageBytes,
-		StopGrace:      cfg.StopGrace,
-		MaxSessions:    cfg.MaxSessions,
-		IdleTimeout:    cfg.IdleTimeout,
-		RequestTimeout: orOff(cfg.RequestTimeout),
-		InitTimeout:    orOff(cfg.InitTimeout),
-		QueueLimit:     cfg.QueueLimit,
-		EventLogEvents: cfg.EventLogEvents,
-		EventLogBytes:  cfg.EventLogBytes,
-		Logger:         log,
-	}
-	if cfg.ConfigFile == "" {
-		// Found now, or never: a bridge that listens with a command it
-		// cannot start would answer every client with an error.
-		if err := commandError(command[0], cfg.Dir, bcfg.Env, "--cwd"); err != nil {
-			fmt.Fprintf(stderr, "mcp-bridge: %v\n", err)
-			return 2
-		}
-	}
-	hopts := httpapi.Options{
-		Path:             cfg.Path,
-		SSEPath:          cfg.SSEPath,
-		MessagePath:      cfg.MessagePath,
-		DisableLegacySSE: !cfg.LegacySSE,
-		MaxBodyBytes:     cfg.MaxBodyBytes,
-		ResponseMode:     cfg.ResponseMode,
-		Stateless:        cfg.Stateless,
-		ClaimEnv:         cfg.claimEnv(),
-		SSEDelay:         cfg.SSEDelay,
-		KeepAlive:        cfg.KeepAlive,
-		SSEMaxDuration:   cfg.SSEMaxDuration,
-		AllowedOrigins:   cfg.AllowOrigins,
-		LoopbackOnly:     isLoopback(cfg.Host),
-		Web:              cfg.Web,
-		Context:          ctx, // its end starts the shutdown: the web page's feed closes then
-		Logger:           log,
-
-		Auth:                    verifier,
-		PublicURL:               cfg.PublicURL,
-		AuthorizationServers:    cfg.authServers(),
-		Scopes:                  cfg.RequireScopes,
-		MaxSessionsPerPrincipal: cfg.MaxSessionsPerPrincipal,
-		MaxInFlightPerPrincipal: cfg.MaxInFlightPerPrincipal,
-		RateLimit:               cfg.RateLimit,
-		RateBurst:               cfg.RateBurst,
-		ToolPolicy:              policy,
-		Admins:                  cfg.admins(),
-		MetricsAuth:             metricsAuth,
-		Audit:                   audit,
-		AuditArguments:          cfg.AuditArguments,
-	}
 	if cfg.ConfigFile != "" {
-		// Several servers (servers.go): the flags' settings are each
-		// server's defaults; SIGHUP rereads the file.
-		set, err := openServers(cfg, environ, bcfg, hopts, log)
+		return serveServers(ctx, &cfg, environ, hopts, log, stderr)
+	}
+	return serveCommand(ctx, &cfg, environ, hopts, log, stderr)
+}
+
+// endpoint is the HTTP settings with what they name read and opened: the
+// authentication, the metrics token, the audit log (closed by the
+// function returned).
+func endpoint(authCtx context.Context, cfg *config.Config, environ []string, stdout io.Writer, log *slog.Logger) (httpapi.Options, func() error, error) {
+	hopts, err := cfg.HTTP()
+	if err != nil {
+		return hopts, nil, err
+	}
+	if hopts.Auth, err = cfg.Verifier(authCtx, environ, log); err != nil {
+		return hopts, nil, err
+	}
+	if hopts.MetricsAuth, err = cfg.MetricsAuth(environ); err != nil {
+		return hopts, nil, err
+	}
+	audit, closeAudit, err := cfg.OpenAuditLog(stdout)
+	if err != nil {
+		return hopts, nil, err
+	}
+	hopts.Audit, hopts.Logger = audit, log
+	return hopts, closeAudit, nil
+}
+
+// serveCommand serves one MCP server, the command's (or the demo's).
+func serveCommand(ctx context.Context, cfg *config.Config, environ []string, hopts httpapi.Options, log *slog.Logger, stderr io.Writer) int {
+	if hopts.Auth == nil && !cfg.Loopback() {
+		log.Warn("no authentication on a non-loopback address: anyone who reaches it can start processes; set --token-env or a JWT key")
+	}
+	command := []string(cfg.Command)
+	if len(command) == 0 {
+		self, err := os.Executable()
 		if err != nil {
-			fmt.Fprintf(stderr, "mcp-bridge: %v\n", err)
-			return 2
+			log.Error("cannot find this executable to run the demo server", "err", err)
+			return 1
 		}
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		defer signal.Stop(hup)
-		go set.reloadOn(ctx, hup)
-		return serve(ctx, cfg, log, set, set, httpapi.MountPath("{name}"), "servers", strings.Join(set.Names(), ","))
+		command = []string{self, "demo-server"}
+	}
+	bcfg := cfg.Bridge(command, environ)
+	bcfg.Logger = log
+	// Found now, or never: a bridge that listens with a command it cannot
+	// start would answer every client with an error.
+	if err := config.CommandError(command[0], bcfg.Dir, bcfg.Env, "--cwd"); err != nil {
+		return refuse(stderr, err)
 	}
 	b, err := bridge.New(bcfg)
 	if err != nil {
@@ -202,7 +143,30 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		log.Error("http", "err", err)
 		return 1
 	}
-	return serve(ctx, cfg, log, h, b, cfg.Path, "command", strings.Join(command, " "))
+	return serve(ctx, cfg.Serving(), log, h, b, hopts.Path, "command", strings.Join(command, " "))
+}
+
+// serveServers serves the servers of the --config file (servers.go): the
+// flags' settings are each server's defaults; SIGHUP rereads the file.
+func serveServers(ctx context.Context, cfg *config.Config, environ []string, hopts httpapi.Options, log *slog.Logger, stderr io.Writer) int {
+	bcfg := cfg.Bridge(nil, environ) // each server has its own command
+	bcfg.Logger = log
+	set, err := openServers(*cfg, environ, bcfg, hopts, log)
+	if err != nil {
+		return refuse(stderr, err)
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go set.reloadOn(ctx, hup)
+	return serve(ctx, cfg.Serving(), log, set, set, httpapi.MountPath("{name}"), "servers", strings.Join(set.Names(), ","))
+}
+
+// refuse reports a configuration the bridge cannot start with: exit
+// status 2.
+func refuse(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "mcp-bridge: %v\n", err)
+	return 2
 }
 
 // served is what serve stops at shutdown: one bridge, or the --config
@@ -212,10 +176,10 @@ type served interface {
 	Close(context.Context) error
 }
 
-// serve listens with h, serving path (for the log), until ctx ends, then
-// shuts down: the HTTP server and the children of b.
-func serve(ctx context.Context, cfg Config, log *slog.Logger, h http.Handler, b served, path string, what ...any) int {
-	srv := &httpapi.Server{Addr: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), Handler: h, ReadTimeout: cfg.ReadTimeout}
+// serve listens with h as cfg says, serving path (for the log), until
+// ctx ends, then shuts down: the HTTP server and the children of b.
+func serve(ctx context.Context, cfg config.Serving, log *slog.Logger, h http.Handler, b served, path string, what ...any) int {
+	srv := &httpapi.Server{Addr: cfg.Addr, Handler: h, ReadTimeout: cfg.ReadTimeout}
 	if err := srv.Open(); err != nil {
 		log.Error("cannot listen", "err", err)
 		_ = b.Close(context.Background())
@@ -245,7 +209,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, h http.Handler, b 
 	case <-deadline.C:
 	}
 	deadline.Stop()
-	cctx, cancel := context.WithTimeout(context.Background(), 2*cfg.StopGrace+time.Second)
+	cctx, cancel := context.WithTimeout(context.Background(), cfg.StopTimeout())
 	defer cancel()
 	if err := b.Close(cctx); err != nil {
 		log.Warn("some children had to be killed", "err", err)
@@ -271,53 +235,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, h http.Handler, b 
 	return 0
 }
 
-// commandError says, naming the command, why a server's command (argv0,
-// run in dir with env) cannot be started, as the spawn would find it
-// (stdio.LookPath); nil when it can. cwd names the setting of dir.
-func commandError(argv0, dir string, env []string, cwd string) error {
-	_, err := stdio.LookPath(argv0, dir, env)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, exec.ErrNotFound):
-		return fmt.Errorf("command %q not found: no executable of that name in the server's PATH", argv0)
-	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("command %q is not an executable file", argv0)
-	case !filepath.IsAbs(argv0) && dir != "":
-		return fmt.Errorf("command %q not found: no such file (relative to %s)", argv0, cwd)
-	}
-	return fmt.Errorf("command %q not found: no such file", argv0)
-}
-
 // answerGrace is how long, once every child is stopped at shutdown, the
 // HTTP server waits for its handlers to write the errors that answer the
 // requests that were still in flight.
 const answerGrace = time.Second
-
-func newLogger(cfg Config, w io.Writer) *slog.Logger {
-	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(cfg.LogLevel))
-	opts := &slog.HandlerOptions{Level: lvl}
-	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-func envMap(environ []string) map[string]string {
-	m := make(map[string]string, len(environ))
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			m[k] = v
-		}
-	}
-	return m
-}

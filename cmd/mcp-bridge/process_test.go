@@ -32,9 +32,7 @@ import (
 	"time"
 
 	"github.com/mcp-bridge/mcp-bridge/bridge"
-	"github.com/mcp-bridge/mcp-bridge/httpapi"
 	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
-	"github.com/mcp-bridge/mcp-bridge/stdio"
 )
 
 // safetyNet bounds every wait of these tests. It is not a timing
@@ -300,32 +298,6 @@ func TestConfigValidation(t *testing.T) {
 		}
 	})
 
-	t.Run("flags override env in the config", func(t *testing.T) {
-		t.Parallel()
-		tests := []struct {
-			env  map[string]string
-			args []string
-			want func(Config) bool
-		}{
-			{map[string]string{"MCP_BRIDGE_PORT": "1"}, []string{"--port", "0"}, func(c Config) bool { return c.Port == 0 }},
-			// An env value only validation would refuse is replaced first.
-			{map[string]string{"MCP_BRIDGE_RESPONSE_MODE": "bogus"}, []string{"--response-mode", "sse"}, func(c Config) bool { return c.ResponseMode == "sse" }},
-			// A list flag replaces the env list rather than appending.
-			{map[string]string{"MCP_BRIDGE_ENV": "A=1,BAD-NAME=x"}, []string{"--env", "B=2", "--env", "C=3"}, func(c Config) bool { return reflect.DeepEqual(c.Env, []string{"B=2", "C=3"}) }},
-			{map[string]string{"MCP_BRIDGE_STOP_GRACE": "5s"}, []string{"--stop-grace", "200ms"}, func(c Config) bool { return c.StopGrace == 200*time.Millisecond }},
-		}
-		for _, tt := range tests {
-			cfg, err := loadConfig(tt.args, tt.env, io.Discard)
-			if err != nil {
-				t.Errorf("env %v, args %q: %v", tt.env, tt.args, err)
-				continue
-			}
-			if !tt.want(cfg) {
-				t.Errorf("env %v, args %q: the flag did not win: %+v", tt.env, tt.args, cfg)
-			}
-		}
-	})
-
 	t.Run("--help", func(t *testing.T) {
 		t.Parallel()
 		code, out := runBridge(t, bin, nil, "--help")
@@ -347,69 +319,6 @@ func TestConfigValidation(t *testing.T) {
 			}
 		}
 	})
-}
-
-// TestConfigDefaults pins the defaults README documents, and checks that
-// they agree with the defaults of the packages the bridge wires together.
-func TestConfigDefaults(t *testing.T) {
-	got, err := loadConfig(nil, map[string]string{}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := Config{
-		Host:            "127.0.0.1",
-		Port:            8080,
-		Path:            "/mcp",
-		ResponseMode:    "auto",
-		Mode:            "per-session",
-		SpawnQueue:      64,
-		SSEDelay:        50 * time.Millisecond,
-		MaxBodyBytes:    4 << 20,
-		MaxMessageBytes: 16 << 20,
-		MaxSessions:     1000,
-		IdleTimeout:     30 * time.Minute,
-		RequestTimeout:  5 * time.Minute,
-		InitTimeout:     30 * time.Second,
-		QueueLimit:      1024,
-		EventLogEvents:  4096,
-		EventLogBytes:   4 << 20,
-		StopGrace:       2 * time.Second,
-		Containment:     "auto",
-		ShutdownTimeout: 10 * time.Second,
-		ReadTimeout:     30 * time.Second,
-		KeepAlive:       15 * time.Second,
-		LegacySSE:       true,
-		Web:             true,
-		LogFormat:       "text",
-		LogLevel:        "info",
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("defaults:\n got %+v\nwant %+v", got, want)
-	}
-	for _, tt := range []struct {
-		name      string
-		cli, pkgs any
-	}{
-		{"Path", got.Path, httpapi.DefaultPath},
-		{"ResponseMode", got.ResponseMode, httpapi.ModeAuto},
-		{"SSEDelay", got.SSEDelay, httpapi.DefaultSSEDelay},
-		{"MaxBodyBytes", got.MaxBodyBytes, int64(httpapi.DefaultMaxBodyBytes)},
-		{"KeepAlive", got.KeepAlive, httpapi.DefaultKeepAlive},
-		{"ReadTimeout", got.ReadTimeout, httpapi.DefaultReadTimeout},
-		{"MaxMessageBytes", got.MaxMessageBytes, stdio.DefaultMaxLineBytes},
-		{"StopGrace", got.StopGrace, stdio.DefaultStopGrace},
-		{"MaxSessions", got.MaxSessions, bridge.DefaultMaxSessions},
-		{"IdleTimeout", got.IdleTimeout, bridge.DefaultIdleTimeout},
-		{"RequestTimeout", got.RequestTimeout, bridge.DefaultRequestTimeout},
-		{"InitTimeout", got.InitTimeout, bridge.DefaultInitTimeout},
-		{"QueueLimit", got.QueueLimit, bridge.DefaultQueueLimit},
-		{"EventLogEvents", got.EventLogEvents, bridge.DefaultEventLogEvents},
-		{"EventLogBytes", got.EventLogBytes, bridge.DefaultEventLogBytes},
-	} {
-		if tt.cli != tt.pkgs {
-			t.Errorf("%s: the command's default %v differs from the package default %v", tt.name, tt.cli, tt.pkgs)
-		}
-	}
 }
 
 func TestDefaultListenLoopback(t *testing.T) {

@@ -1,12 +1,11 @@
-package main
+package config
 
 // The command line: a flag for every field of Config, --version, the
 // command after --, and the errors of parsing them. Those errors name the
-// flag and its variable but never the value given: a token pasted where a
-// variable's name belongs (--token-env "$(cat token.txt)") must not come
-// back in a terminal or a CI log. The flag package's own messages quote
-// the value ("invalid value \"…\" for flag -x") and print the whole usage
-// after every mistake, so they are silenced and rewritten here.
+// flag and its variable but never the value given. The flag package's own
+// messages quote the value ("invalid value \"…\" for flag -x") and print
+// the whole usage after every mistake, so they are silenced and rewritten
+// here.
 
 import (
 	"errors"
@@ -17,12 +16,11 @@ import (
 	"regexp"
 	"strings"
 	"time"
-
-	"github.com/caarlos0/env/v11"
 )
 
-// errVersion: --version was given; the caller prints the version.
-var errVersion = errors.New("version requested")
+// ErrVersion is Load's error when --version was given; the caller prints
+// the version.
+var ErrVersion = errors.New("version requested")
 
 // parseFlags sets cfg from args, over what the environment gave it: the
 // flags, then the command after --. Any other word before -- is refused
@@ -37,13 +35,13 @@ func parseFlags(cfg *Config, args []string, usage io.Writer) error {
 	version := fs.Bool("version", false, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			printUsage(usage)
+			PrintUsage(usage)
 			return err
 		}
 		return flagError(err, failed)
 	}
 	if *version {
-		return errVersion
+		return ErrVersion
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
@@ -56,10 +54,12 @@ func parseFlags(cfg *Config, args []string, usage io.Writer) error {
 	return nil
 }
 
-// bindFlags makes a flag of every field of cfg with a flag tag, defaulting
-// to the value the field holds (what the environment gave), so flags
-// override the environment. With failed set, each flag's value records
-// the field it sets in *failed when it cannot parse what it is given.
+// bindFlags makes a flag of every field of cfg with a flag tag, holding
+// the value the field holds (what the environment gave, or for --help the
+// defaults), so flags override the environment. A pointer field that is
+// nil gets a variable of its own, which the field points to once the flag
+// is given. With failed set, each flag records the field it sets in
+// *failed when it cannot parse what it is given.
 func bindFlags(fs *flag.FlagSet, cfg *Config, failed *string) {
 	v := reflect.ValueOf(cfg).Elem()
 	t := v.Type()
@@ -69,43 +69,57 @@ func bindFlags(fs *flag.FlagSet, cfg *Config, failed *string) {
 		if name == "" || name == "-" {
 			continue
 		}
-		help := f.Tag.Get("help") + " (env " + envPrefix + f.Tag.Get("env") + ")"
-		// The flag package's own values, made on a scratch set: their
-		// types give --help its "int", "duration" and defaults.
-		scratch := flag.NewFlagSet("", flag.ContinueOnError)
-		switch p := v.Field(i).Addr().Interface().(type) {
-		case *string:
-			scratch.StringVar(p, name, *p, help)
-		case *int:
-			scratch.IntVar(p, name, *p, help)
-		case *int64:
-			scratch.Int64Var(p, name, *p, help)
-		case *bool:
-			scratch.BoolVar(p, name, *p, help)
-		case *float64:
-			scratch.Float64Var(p, name, *p, help)
-		case *time.Duration:
-			scratch.DurationVar(p, name, *p, help)
-		case *[]string:
-			scratch.Var(&listFlag{p: p}, name, help)
-		default:
-			panic("config: no flag type for field " + f.Name)
+		help := f.Tag.Get("help") + " (env " + EnvPrefix + f.Tag.Get("env") + ")"
+		target, given := v.Field(i), func() {}
+		if target.Kind() == reflect.Pointer {
+			if target.IsNil() {
+				field, fresh := target, reflect.New(f.Type.Elem())
+				given = func() { field.Set(fresh) }
+				target = fresh
+			}
+			target = target.Elem()
 		}
-		value := scratch.Lookup(name).Value
+		value := stdValue(target.Addr().Interface(), f.Name)
 		if failed != nil {
-			value = recorded(value, f.Name, failed)
+			value = recorded(value, f.Name, failed, given)
 		}
 		fs.Var(value, name, help)
 	}
 }
 
+// stdValue is the flag package's own value for a variable at p, made on a
+// scratch set: its type gives --help its "int", "duration" and defaults.
+func stdValue(p any, field string) flag.Value {
+	scratch := flag.NewFlagSet("", flag.ContinueOnError)
+	switch p := p.(type) {
+	case *string:
+		scratch.StringVar(p, "v", *p, "")
+	case *int:
+		scratch.IntVar(p, "v", *p, "")
+	case *int64:
+		scratch.Int64Var(p, "v", *p, "")
+	case *bool:
+		scratch.BoolVar(p, "v", *p, "")
+	case *float64:
+		scratch.Float64Var(p, "v", *p, "")
+	case *time.Duration:
+		scratch.DurationVar(p, "v", *p, "")
+	case *[]string:
+		return &listFlag{p: p}
+	default:
+		panic("config: no flag type for field " + field)
+	}
+	return scratch.Lookup("v").Value
+}
+
 // recordedValue is a flag's value that notes which field it sets when it
 // cannot parse what it is given, so that the error can name the flag and
-// its variable without the value.
+// its variable without the value, and calls given once it has parsed.
 type recordedValue struct {
 	flag.Value
 	field  string
 	failed *string
+	given  func()
 }
 
 func (r *recordedValue) Set(s string) error {
@@ -113,6 +127,7 @@ func (r *recordedValue) Set(s string) error {
 		*r.failed = r.field
 		return err
 	}
+	r.given()
 	return nil
 }
 
@@ -129,12 +144,17 @@ type recordedBool struct{ *recordedValue }
 
 func (recordedBool) IsBoolFlag() bool { return true }
 
-func recorded(v flag.Value, field string, failed *string) flag.Value {
-	r := &recordedValue{Value: v, field: field, failed: failed}
-	if b, ok := v.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+func recorded(v flag.Value, field string, failed *string, given func()) flag.Value {
+	r := &recordedValue{Value: v, field: field, failed: failed, given: given}
+	if isBool(v) {
 		return recordedBool{r}
 	}
 	return r
+}
+
+func isBool(v flag.Value) bool {
+	b, ok := v.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 // listFlag is a repeatable flag; the first use replaces what the
@@ -192,22 +212,20 @@ func flagError(err error, failed string) error {
 func strayWord(fs *flag.FlagSet, before []string, word string) error {
 	if n := len(before); n > 0 {
 		name := strings.TrimLeft(before[n-1], "-")
-		if f := fs.Lookup(name); f != nil && !strings.Contains(name, "=") {
-			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
-				// Not the word: it stands where a value would.
-				return fmt.Errorf("--%s takes no separate value: a true/false flag takes it after =, as in --%s=false%s", name, name, helpHint)
-			}
+		if f := fs.Lookup(name); f != nil && !strings.Contains(name, "=") && isBool(f.Value) {
+			// Not the word: it stands where a value would.
+			return fmt.Errorf("--%s takes no separate value: a true/false flag takes it after =, as in --%s=false%s", name, name, helpHint)
 		}
 	}
 	return fmt.Errorf("%q is not a flag: the MCP server's command goes after --, as in mcp-bridge [flags] -- %s [args...] "+
 		"(subcommands, given alone: mcp-bridge version, mcp-bridge demo-server)", word, word)
 }
 
-// printUsage prints the usage and every flag, with the defaults the
-// bridge has without any MCP_BRIDGE_* variable: the environment's values
-// (an --env K=V among them) are never shown.
-func printUsage(w io.Writer) {
-	def, _ := env.ParseAsWithOptions[Config](env.Options{Prefix: envPrefix, Environment: map[string]string{}})
+// PrintUsage prints the usage and every flag, with the defaults the
+// bridge has without any MCP_BRIDGE_* variable (Defaults): the
+// environment's values (an --env K=V among them) are never shown.
+func PrintUsage(w io.Writer) {
+	def := Defaults()
 	fs := flag.NewFlagSet("mcp-bridge", flag.ContinueOnError)
 	fs.SetOutput(w)
 	bindFlags(fs, &def, nil)

@@ -1,0 +1,213 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRules runs each rule of Validate alone on what a user gave (in,
+// defaults applied as Validate applies them). want is what the error
+// must say, flag and variable included; "" means in keeps the rule.
+// Every rule has a case that breaks it.
+func TestRules(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	jwt := func(c Config) Config {
+		c.JWTSecretEnv, c.JWTIssuer, c.PublicURL = "JWT_SECRET", "https://issuer.example", "https://bridge.example/mcp"
+		return c
+	}
+	tests := []struct {
+		rule string
+		name string
+		in   Config
+		want string
+	}{
+		{"host", "an IP address", Config{Host: ptr("10.0.0.1")}, ""},
+		{"host", "a host name", Config{Host: ptr("bridge.example.com")}, ""},
+		{"host", "empty: every address", Config{Host: ptr("")}, ""},
+		{"host", "a token", Config{Host: ptr("sk_live_123")}, "--host / MCP_BRIDGE_HOST: not an IP address or a host name"},
+
+		{"port", "0 picks a free one", Config{Port: ptr(0)}, ""},
+		{"port", "the highest", Config{Port: ptr(65535)}, ""},
+		{"port", "too high", Config{Port: ptr(65536)}, "--port / MCP_BRIDGE_PORT: not a TCP port (0-65535)"},
+		{"port", "negative", Config{Port: ptr(-1)}, "--port / MCP_BRIDGE_PORT"},
+
+		{"cwd", "a directory", Config{Dir: dir}, ""},
+		{"cwd", "a file", Config{Dir: file}, "--cwd / MCP_BRIDGE_CWD: not a directory"},
+		{"cwd", "missing", Config{Dir: filepath.Join(dir, "none")}, "--cwd / MCP_BRIDGE_CWD: not a directory"},
+
+		{"allow-origin", "exact", Config{AllowOrigins: []string{"https://app.example:8443"}}, ""},
+		{"allow-origin", "a pattern", Config{AllowOrigins: []string{"https://*.example.com"}}, ""},
+		{"allow-origin", "a path", Config{AllowOrigins: []string{"https://app.example/x"}}, "--allow-origin / MCP_BRIDGE_ALLOW_ORIGINS: not an origin"},
+		{"allow-origin", "the 2nd of two", Config{AllowOrigins: []string{"https://a.example", "token"}}, "--allow-origin / MCP_BRIDGE_ALLOW_ORIGINS: its 2nd entry: not an origin"},
+		{"allow-origin", "a bad pattern", Config{AllowOrigins: []string{"https://[*.example"}}, "not an origin"},
+
+		{"path", "another path", Config{Path: ptr("/api/mcp")}, ""},
+		{"path", "relative", Config{Path: ptr("mcp")}, "--path / MCP_BRIDGE_PATH: must start with / and not be /healthz"},
+		{"path", "empty", Config{Path: ptr("")}, "--path / MCP_BRIDGE_PATH"},
+		{"path", "/healthz", Config{Path: ptr("/healthz")}, "--path / MCP_BRIDGE_PATH"},
+
+		{"legacy paths", "given", Config{SSEPath: "/events", MessagePath: "/post"}, ""},
+		{"legacy paths", "the default --path", Config{SSEPath: "/mcp"}, "--sse-path / MCP_BRIDGE_SSE_PATH: must start with / and be neither --path nor /healthz"},
+		{"legacy paths", "--path", Config{Path: ptr("/x"), MessagePath: "/x"}, "--message-path / MCP_BRIDGE_MESSAGE_PATH"},
+		{"legacy paths", "relative", Config{MessagePath: "message"}, "--message-path / MCP_BRIDGE_MESSAGE_PATH"},
+		{"legacy paths differ", "the same", Config{SSEPath: "/a", MessagePath: "/a"}, "--message-path / MCP_BRIDGE_MESSAGE_PATH: must differ from --sse-path"},
+
+		{"containment", "cgroup", Config{Containment: ptr("cgroup")}, ""},
+		{"containment", "unknown", Config{Containment: ptr("chroot")}, "--containment / MCP_BRIDGE_CONTAINMENT: want auto, pid-namespace, cgroup or process-group"},
+		{"mode", "per-identity", Config{Mode: ptr("per-identity")}, ""},
+		{"mode", "unknown", Config{Mode: ptr("pooled")}, "--mode / MCP_BRIDGE_MODE: want per-session, shared or per-identity"},
+		{"response-mode", "json", Config{ResponseMode: ptr("json")}, ""},
+		{"response-mode", "unknown", Config{ResponseMode: ptr("xml")}, "--response-mode / MCP_BRIDGE_RESPONSE_MODE: want auto, sse or json"},
+		{"log-format", "json", Config{LogFormat: ptr("json")}, ""},
+		{"log-format", "unknown", Config{LogFormat: ptr("xml")}, "--log-format / MCP_BRIDGE_LOG_FORMAT: want text or json"},
+		{"log-level", "any case", Config{LogLevel: ptr("WARN")}, ""},
+		{"log-level", "unknown", Config{LogLevel: ptr("trace")}, "--log-level / MCP_BRIDGE_LOG_LEVEL: want debug, info, warn or error"},
+
+		{"claim-env", "claim=VAR", Config{ClaimEnv: []string{"sub=MCP_USER"}}, ""},
+		{"claim-env", "no variable", Config{ClaimEnv: []string{"sub"}}, "--claim-env / MCP_BRIDGE_CLAIM_ENV: not CLAIM=VARIABLE"},
+		{"claim-env", "the bridge's prefix", Config{ClaimEnv: []string{"sub=MCP_USER", "email=MCP_BRIDGE_X"}}, "--claim-env / MCP_BRIDGE_CLAIM_ENV: its 2nd entry: variables named MCP_BRIDGE_* are the bridge's own"},
+		{"claim-env needs a process per principal", "per-identity", Config{ClaimEnv: []string{"sub=U"}, Mode: ptr("per-identity")}, ""},
+		{"claim-env needs a process per principal", "shared", Config{ClaimEnv: []string{"sub=U"}, Mode: ptr("shared")}, "--claim-env / MCP_BRIDGE_CLAIM_ENV: a shared process serves every principal"},
+		{"claim-env needs a process per principal", "stateless", Config{ClaimEnv: []string{"sub=U"}, Stateless: true}, "--claim-env / MCP_BRIDGE_CLAIM_ENV: a shared process"},
+
+		{"timeouts that 0 turns off", "0", Config{RequestTimeout: ptr(time.Duration(0)), InitTimeout: ptr(time.Duration(0))}, ""},
+		{"timeouts that 0 turns off", "negative request timeout", Config{RequestTimeout: ptr(-time.Second)}, "--request-timeout / MCP_BRIDGE_REQUEST_TIMEOUT: must not be negative (0 turns it off)"},
+		{"timeouts that 0 turns off", "negative init timeout", Config{InitTimeout: ptr(-time.Second)}, "--init-timeout / MCP_BRIDGE_INIT_TIMEOUT"},
+		{"timeouts that 0 turns off", "negative SSE duration", Config{SSEMaxDuration: -time.Second}, "--sse-max-duration / MCP_BRIDGE_SSE_MAX_DURATION"},
+
+		{"positive", "small", Config{MaxSessions: ptr(1), SSEDelay: ptr(time.Nanosecond)}, ""},
+		{"positive", "max sessions 0", Config{MaxSessions: ptr(0)}, "--max-sessions / MCP_BRIDGE_MAX_SESSIONS: must be greater than zero"},
+		{"positive", "max body bytes 0", Config{MaxBodyBytes: ptr[int64](0)}, "--max-body-bytes / MCP_BRIDGE_MAX_BODY_BYTES"},
+		{"positive", "stop grace 0", Config{StopGrace: ptr(time.Duration(0))}, "--stop-grace / MCP_BRIDGE_STOP_GRACE"},
+		{"positive", "keepalive negative", Config{KeepAlive: ptr(-time.Second)}, "--keepalive / MCP_BRIDGE_KEEPALIVE"},
+		{"spawn-queue", "1", Config{SpawnQueue: ptr(1)}, ""},
+		{"spawn-queue", "0", Config{SpawnQueue: ptr(0)}, "--spawn-queue / MCP_BRIDGE_SPAWN_QUEUE: must be greater than zero"},
+
+		{"prespawn", "2", Config{Prespawn: 2, MaxChildren: 10}, ""},
+		{"prespawn", "negative", Config{Prespawn: -1}, "--prespawn / MCP_BRIDGE_PRESPAWN: --prespawn and --max-children must not be negative"},
+		{"prespawn", "negative max children", Config{MaxChildren: -1}, "--prespawn / MCP_BRIDGE_PRESPAWN"},
+		{"prespawn needs per-session mode", "per-session", Config{Prespawn: 2}, ""},
+		{"prespawn needs per-session mode", "shared", Config{Prespawn: 2, Mode: ptr("shared")}, "--prespawn / MCP_BRIDGE_PRESPAWN: a warm pool serves per-session mode only"},
+		{"prespawn needs per-session mode", "stateless", Config{Prespawn: 2, Stateless: true}, "a warm pool"},
+
+		{"env", "K=V", Config{Env: []string{"A=1", "B="}}, ""},
+		{"env", "no =", Config{Env: []string{"secretvalue"}}, "--env / MCP_BRIDGE_ENV: not NAME=value with a valid NAME"},
+		{"env", "a bad name", Config{Env: []string{"A=1", "BAD-NAME=secretvalue"}}, "--env / MCP_BRIDGE_ENV: its 2nd entry: not NAME=value"},
+		{"env", "the bridge's prefix", Config{Env: []string{"MCP_BRIDGE_PORT=1"}}, "--env / MCP_BRIDGE_ENV: variables named MCP_BRIDGE_* are the bridge's own"},
+		{"hide-env", "a name", Config{HideEnv: []string{"AWS_SECRET_ACCESS_KEY"}}, ""},
+		{"hide-env", "K=V", Config{HideEnv: []string{"K=secretvalue"}}, "--hide-env / MCP_BRIDGE_HIDE_ENV: not a valid variable name: the flag takes the NAME of a variable"},
+
+		{"command", "a program", Config{Command: Argv{"npx", "-y", "server"}}, ""},
+		{"command", "empty program", Config{Command: Argv{"", "x"}}, "command (after --) / MCP_BRIDGE_COMMAND: the program name is empty"},
+		{"config and command", "a file", Config{ConfigFile: "servers.json"}, ""},
+		{"config and command", "both", Config{ConfigFile: "servers.json", Command: Argv{"x"}}, "--config / MCP_BRIDGE_CONFIG: give either --config or a command, not both"},
+
+		{"token-env", "names", Config{TokenEnvs: []string{"ALICE_TOKEN", "BOB_TOKEN"}}, ""},
+		{"token-env", "a token", Config{TokenEnvs: []string{"sk-secretvalue=="}}, "--token-env / MCP_BRIDGE_TOKEN_ENVS: not a valid variable name: the flag takes the NAME of a variable that holds a token, never the token"},
+		{"token-env", "the bridge's prefix", Config{TokenEnvs: []string{"A", "MCP_BRIDGE_TOKEN"}}, "--token-env / MCP_BRIDGE_TOKEN_ENVS: its 2nd entry: variables named MCP_BRIDGE_* are the bridge's settings"},
+		{"jwt-secret-env", "a name", jwt(Config{}), ""},
+		{"jwt-secret-env", "a secret", Config{JWTSecretEnv: "secret value"}, "--jwt-secret-env / MCP_BRIDGE_JWT_SECRET_ENV: not a valid variable name"},
+		{"jwt-secret-env", "the bridge's prefix", Config{JWTSecretEnv: "MCP_BRIDGE_JWT"}, "--jwt-secret-env / MCP_BRIDGE_JWT_SECRET_ENV: variables named MCP_BRIDGE_*"},
+		{"one JWT key source", "one", jwt(Config{}), ""},
+		{"one JWT key source", "two", jwt(Config{JWKSURL: "https://issuer.example/jwks"}), "--jwt-secret-env / MCP_BRIDGE_JWT_SECRET_ENV: give one JWT key source"},
+		{"a JWT key needs an issuer", "an issuer", jwt(Config{}), ""},
+		{"a JWT key needs an issuer", "none", Config{JWKSURL: "https://issuer.example/jwks"}, "--jwt-issuer / MCP_BRIDGE_JWT_ISSUER: a JWT key needs the issuer"},
+		{"a JWT key needs an audience", "an audience", Config{JWTPublicKey: "k.pem", JWTAudiences: []string{"x"}}, ""},
+		{"a JWT key needs an audience", "none", Config{JWTPublicKey: "k.pem"}, "--jwt-audience / MCP_BRIDGE_JWT_AUDIENCES: JWTs must be checked against this server's URL"},
+		{"JWT settings need a key", "no JWT settings", Config{}, ""},
+		{"JWT settings need a key", "an issuer", Config{JWTIssuer: "https://issuer.example"}, "--jwt-issuer / MCP_BRIDGE_JWT_ISSUER: the JWT settings need a key"},
+		{"JWT settings need a key", "an audience", Config{JWTAudiences: []string{"a"}}, "--jwt-audience / MCP_BRIDGE_JWT_AUDIENCES: the JWT settings need a key"},
+		{"JWT settings need a key", "a scope", Config{RequireScopes: []string{"mcp"}}, "--require-scope / MCP_BRIDGE_REQUIRE_SCOPES: the JWT settings need a key"},
+		{"jwt-audience", "empty", Config{JWTAudiences: []string{""}}, "--jwt-audience / MCP_BRIDGE_JWT_AUDIENCES: an audience is empty"},
+		{"public-url", "a URL", Config{PublicURL: "https://bridge.example/mcp"}, ""},
+		{"public-url", "not a URL", Config{PublicURL: "bridge"}, "--public-url / MCP_BRIDGE_PUBLIC_URL"},
+		{"auth-server", "https", Config{AuthServers: []string{"https://issuer.example"}}, ""},
+		{"auth-server", "no scheme", Config{AuthServers: []string{"https://a.example", "issuer.example"}}, "--auth-server / MCP_BRIDGE_AUTH_SERVERS: its 2nd entry: not an absolute http(s) URL"},
+		{"auth-server needs authentication", "with a token", Config{AuthServers: []string{"https://a.example"}, TokenEnvs: []string{"T"}}, ""},
+		{"auth-server needs authentication", "without", Config{AuthServers: []string{"https://a.example"}}, "--auth-server / MCP_BRIDGE_AUTH_SERVERS: authorization servers mean nothing without authentication"},
+		{"per-principal limits", "0: off", Config{RateLimit: 0, RateBurst: 0}, ""},
+		{"per-principal limits", "negative rate", Config{RateLimit: -0.5}, "--rate-limit / MCP_BRIDGE_RATE_LIMIT: must not be negative"},
+		{"per-principal limits", "negative sessions", Config{MaxSessionsPerPrincipal: -1}, "--max-sessions-per-principal / MCP_BRIDGE_MAX_SESSIONS_PER_PRINCIPAL: must not be negative"},
+		{"tool rules", "rules", Config{ToolAllow: []string{"*=echo"}, ToolDeny: []string{"scope:ro=write_*"}}, ""},
+		{"tool rules", "no =", Config{ToolAllow: []string{"*=echo"}, ToolDeny: []string{"echo"}}, "--tool-deny / MCP_BRIDGE_TOOL_DENY: tool rule"},
+		{"audit-arguments", "with a log", Config{AuditArguments: true, AuditLog: "-"}, ""},
+		{"audit-arguments", "without", Config{AuditArguments: true}, "--audit-arguments / MCP_BRIDGE_AUDIT_ARGUMENTS: there is no --audit-log"},
+
+		{"admin", "subjects", Config{Admins: []string{"token:OPS_TOKEN", "scope:admin"}, TokenEnvs: []string{"OPS_TOKEN"}}, ""},
+		{"admin", "an empty scope", Config{Admins: []string{"scope:"}}, "--admin / MCP_BRIDGE_ADMINS"},
+		{"admin needs authentication", "without", Config{Admins: []string{"alice"}}, "--admin / MCP_BRIDGE_ADMINS: admins mean nothing without authentication"},
+		{"admin needs authentication", "with a JWT key", jwt(Config{Admins: []string{"alice"}}), ""},
+		{"metrics-token-env", "a name", Config{MetricsTokenEnv: "SCRAPE_TOKEN"}, ""},
+		{"metrics-token-env", "a token", Config{MetricsTokenEnv: "scrape-token-value"}, "--metrics-token-env / MCP_BRIDGE_METRICS_TOKEN_ENV: not a valid variable name outside MCP_BRIDGE_*"},
+		{"metrics-token-env", "the bridge's prefix", Config{MetricsTokenEnv: "MCP_BRIDGE_X"}, "--metrics-token-env / MCP_BRIDGE_METRICS_TOKEN_ENV"},
+	}
+	byName := map[string]rule{}
+	for _, r := range rules {
+		byName[r.name] = r
+	}
+	broken := map[string]bool{}
+	for _, tt := range tests {
+		t.Run(tt.rule+"/"+tt.name, func(t *testing.T) {
+			r, ok := byName[tt.rule]
+			if !ok {
+				t.Fatalf("no rule %q", tt.rule)
+			}
+			in := tt.in.withDefaults()
+			var errs []error
+			r.check(&in, func(field, format string, a ...any) { errs = append(errs, invalid(field, format, a...)) })
+			err := errors.Join(errs...)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("error %v, want %q", err, tt.want)
+			case tt.want != "" && !strings.HasPrefix(err.Error(), "invalid --") && !strings.HasPrefix(err.Error(), "invalid command"):
+				t.Errorf("error %v does not name the flag", err)
+			}
+			// The rule runs within Validate too.
+			if verr := tt.in.Validate(); tt.want != "" && (verr == nil || !strings.Contains(verr.Error(), tt.want)) {
+				t.Errorf("Validate: %v, want %q", verr, tt.want)
+			}
+		})
+		if tt.want != "" {
+			broken[tt.rule] = true
+		}
+	}
+	for _, r := range rules {
+		if !broken[r.name] {
+			t.Errorf("rule %q has no case that breaks it", r.name)
+		}
+	}
+}
+
+// TestValidateAll: Validate tells every problem at once, in the order of
+// the rules, and no value.
+func TestValidateAll(t *testing.T) {
+	c := Config{Port: ptr(70000), Mode: ptr("secretmode"), Env: []string{"BAD-NAME=secretvalue"}, TokenEnvs: []string{"secret token"}}
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	got := strings.Split(err.Error(), "\n")
+	want := []string{"--port", "--mode", "--env", "--token-env"}
+	if len(got) != len(want) {
+		t.Fatalf("%d errors, want %d:\n%v", len(got), len(want), err)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], fmt.Sprintf("invalid %s / ", w)) {
+			t.Errorf("error %d: %q, want it about %s", i+1, got[i], w)
+		}
+	}
+	if strings.Contains(err.Error(), "secret") {
+		t.Errorf("an error shows a value: %v", err)
+	}
+}

@@ -1,0 +1,598 @@
+package config
+
+// --config: several MCP servers from one file, in the "mcpServers" format
+// MCP clients already use, each served at /servers/NAME/mcp (README
+// "Several servers"). This file reads and checks the file, resolves each
+// server against the flags, and turns it into the settings of its bridge
+// and endpoint (Mount); httpapi.Mounts serves them, and cmd/mcp-bridge
+// swaps them on SIGHUP.
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcp-bridge/mcp-bridge/auth"
+	"github.com/mcp-bridge/mcp-bridge/bridge"
+	"github.com/mcp-bridge/mcp-bridge/httpapi"
+	"github.com/mcp-bridge/mcp-bridge/stdio"
+)
+
+// serversFile is the --config file. Keys other than mcpServers are
+// ignored, so a client's whole config file (claude_desktop_config.json)
+// can be given as it is.
+type serversFile struct {
+	MCPServers map[string]json.RawMessage `json:"mcpServers"`
+}
+
+// serverEntry is one server of the file: the fields MCP clients write
+// (type and disabled as some of them do), then the bridge's per-server
+// options. Single values replace the flag of the same name; lists and
+// objects add to it. An unknown field is an error, so a misspelt option
+// is not silently ignored.
+type serverEntry struct {
+	Type     string            `json:"type"`
+	URL      string            `json:"url"`
+	Command  string            `json:"command"`
+	Args     []string          `json:"args"`
+	Env      map[string]string `json:"env"`     // literal values; added to --env
+	EnvFrom  map[string]string `json:"envFrom"` // child variable -> the bridge's variable holding its value
+	Cwd      string            `json:"cwd"`
+	Disabled bool              `json:"disabled"`
+
+	Mode        string   `json:"mode"`
+	Prespawn    *int     `json:"prespawn"`
+	IdleTimeout string   `json:"idleTimeout"`
+	MaxSessions *int     `json:"maxSessions"`
+	TokenEnvs   []string `json:"tokenEnvs"` // added to --token-env
+	ToolAllow   []string `json:"toolAllow"` // added to --tool-allow
+	ToolDeny    []string `json:"toolDeny"`  // added to --tool-deny
+}
+
+// ServerSpec is one server of the file resolved against the flags and
+// the bridge's environment: everything that reaches its bridge and its
+// endpoint. Two equal specs serve alike, so a reload that leaves a
+// server's spec equal leaves the server alone.
+type ServerSpec struct {
+	Name        string
+	Command     []string
+	Dir         string
+	Env         []string // the child's whole environment
+	Mode        string
+	Prespawn    int
+	IdleTimeout time.Duration
+	MaxSessions int
+	TokenEnvs   []string // accepted besides --token-env
+	ToolAllow   []string // after --tool-allow
+	ToolDeny    []string // after --tool-deny
+}
+
+// Fingerprint stands for the whole spec. It is a digest: the spec holds
+// the child's environment, secrets included.
+func (s ServerSpec) Fingerprint() string {
+	b, _ := json.Marshal(s)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// fileErrors collects what is wrong with the file, each error naming the
+// file, the server and the field, never a value.
+type fileErrors struct {
+	file string
+	errs []error
+}
+
+func (fe *fileErrors) add(server, field, format string, a ...any) {
+	msg := fmt.Sprintf(format, a...)
+	switch {
+	case server == "":
+		fe.errs = append(fe.errs, fmt.Errorf("%s: %s", fe.file, msg))
+	case field == "":
+		fe.errs = append(fe.errs, fmt.Errorf("%s: server %q: %s", fe.file, server, msg))
+	default:
+		fe.errs = append(fe.errs, fmt.Errorf("%s: server %q: field %q: %s", fe.file, server, field, msg))
+	}
+}
+
+// LoadServers reads the --config file and resolves its servers
+// (ParseServers). The file is named in errors only once it is read:
+// until then it is only a setting's value.
+func (c *Config) LoadServers(environ []string) ([]ServerSpec, error) {
+	data, err := os.ReadFile(c.ConfigFile)
+	if err != nil {
+		return nil, fmt.Errorf("%s: cannot read the file: %w", describe("ConfigFile"), pathless(err))
+	}
+	return ParseServers(c.ConfigFile, data, c, environ)
+}
+
+// ParseServers reads the file's servers, checks them and resolves them
+// against c (the flags, which give every default) and the bridge's
+// environment (environ, in its order). Disabled servers are left out.
+// file names the file in errors.
+func ParseServers(file string, data []byte, c *Config, environ []string) ([]ServerSpec, error) {
+	fe := &fileErrors{file: file}
+	entries := decodeServers(fe, data)
+	if entries == nil {
+		return nil, errors.Join(fe.errs...)
+	}
+	r := c.withDefaults()
+	sc := serverContext{cfg: &r, vars: envMap(environ), tokenVars: map[string]bool{}}
+	// A token must never reach a child, and a variable named by envFrom
+	// reaches only the servers that name it: both are hidden from every
+	// child's inherited environment.
+	fromVars := map[string]bool{}
+	for _, n := range r.secretEnvs() {
+		sc.tokenVars[n] = true
+	}
+	for _, e := range entries {
+		for _, n := range e.TokenEnvs {
+			sc.tokenVars[n] = true
+		}
+		for _, n := range e.EnvFrom {
+			fromVars[n] = true
+		}
+	}
+	flagHidden := r.hiddenFromChild()
+	hidden := func(name string) bool { return flagHidden(name) || sc.tokenVars[name] || fromVars[name] }
+
+	var specs []ServerSpec
+	for _, name := range slices.Sorted(maps.Keys(entries)) {
+		e := entries[name]
+		s := resolveServer(name, e, &r)
+		if checkServer(fe, sc, name, e, s) {
+			s.Env = stdio.Environ(environ, hidden, childEnv(r.Env, e, sc.vars))
+			specs = append(specs, s)
+		}
+	}
+	if len(fe.errs) > 0 {
+		return nil, errors.Join(fe.errs...)
+	}
+	return specs, nil
+}
+
+// decodeServers is the file's enabled servers by name; nil when the file
+// is not an mcpServers file at all. A server that cannot be decoded is
+// reported to fe and left out.
+func decodeServers(fe *fileErrors, data []byte) map[string]serverEntry {
+	var f serversFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			line, col := position(data, se.Offset)
+			fe.add("", "", "not valid JSON (line %d, column %d)", line, col)
+		case errors.As(err, &te):
+			fe.add("", "", `"mcpServers" must be an object of servers`)
+		default:
+			fe.add("", "", "not valid JSON")
+		}
+		return nil
+	}
+	if f.MCPServers == nil {
+		fe.add("", "", `no "mcpServers" object`)
+		return nil
+	}
+	entries := map[string]serverEntry{}
+	for _, name := range slices.Sorted(maps.Keys(f.MCPServers)) {
+		if !httpapi.ValidServerName(name) {
+			fe.add("", "", "server name %q: want 1 to 64 of A-Z a-z 0-9 - _ (it is a path segment)", name)
+			continue
+		}
+		var e serverEntry
+		dec := json.NewDecoder(bytes.NewReader(f.MCPServers[name]))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&e); err != nil {
+			field, msg := decodeError(err)
+			fe.add(name, field, "%s", msg)
+			continue
+		}
+		if !e.Disabled {
+			entries[name] = e
+		}
+	}
+	return entries
+}
+
+// resolveServer is server name of the file resolved against the flags
+// (c, defaults applied): each single value the file gives replaces its
+// flag. It checks nothing (checkServer does); Env is set by ParseServers.
+func resolveServer(name string, e serverEntry, c *Config) ServerSpec {
+	s := ServerSpec{
+		Name:        name,
+		Command:     append([]string{e.Command}, e.Args...),
+		Dir:         cmpOr(e.Cwd, c.Dir),
+		Mode:        cmpOr(e.Mode, *c.Mode),
+		Prespawn:    c.Prespawn,
+		IdleTimeout: *c.IdleTimeout,
+		MaxSessions: *c.MaxSessions,
+		TokenEnvs:   uniq(nil, e.TokenEnvs),
+		ToolAllow:   e.ToolAllow,
+		ToolDeny:    e.ToolDeny,
+	}
+	switch {
+	case e.Prespawn != nil:
+		s.Prespawn = *e.Prespawn
+	case s.Mode != bridge.ModePerSession:
+		s.Prespawn = 0 // --prespawn is for the per-session servers
+	}
+	if e.IdleTimeout != "" {
+		s.IdleTimeout, _ = time.ParseDuration(e.IdleTimeout) // checked by checkIdleTimeout
+	}
+	if e.MaxSessions != nil {
+		s.MaxSessions = *e.MaxSessions
+	}
+	return s
+}
+
+// cmpOr is a unless it is empty, else b.
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// serverContext is what the checks of every server of a file share.
+type serverContext struct {
+	cfg       *Config           // the flags, defaults applied
+	vars      map[string]string // the bridge's environment
+	tokenVars map[string]bool   // variables holding the bridge's tokens, of the flags and of every server
+}
+
+// serverCheck is one server under check: its entry in the file and what
+// it resolved to.
+type serverCheck struct {
+	serverContext
+	e serverEntry
+	s ServerSpec
+}
+
+// fieldReport is how a server rule tells what is wrong: the field of the
+// entry at fault, and why.
+type fieldReport func(field, format string, a ...any)
+
+// serverRules are the checks of one server of the file, in the order
+// their errors are told.
+var serverRules = []struct {
+	name  string
+	check func(sc *serverCheck, bad fieldReport)
+}{
+	{"type", checkType},
+	{"url", checkURL},
+	{"command", checkServerCommand},
+	{"env", checkServerEnv},
+	{"envFrom", checkEnvFrom},
+	{"envFrom and env", checkEnvFromDup},
+	{"cwd", checkCwd},
+	{"mode", checkServerMode},
+	{"claim-env needs a process per principal", checkServerClaimEnv},
+	{"prespawn", checkServerPrespawn},
+	{"idleTimeout", checkIdleTimeout},
+	{"maxSessions", checkMaxSessions},
+	{"tokenEnvs", checkServerTokenEnvs},
+	{"tokens", checkServerTokens},
+	{"tool rules", checkServerToolRules},
+}
+
+// checkServer runs every rule on one server, reporting to fe; false when
+// one found something wrong.
+func checkServer(fe *fileErrors, ctx serverContext, name string, e serverEntry, s ServerSpec) bool {
+	n := len(fe.errs)
+	sc := &serverCheck{serverContext: ctx, e: e, s: s}
+	bad := func(field, format string, a ...any) { fe.add(name, field, format, a...) }
+	for _, r := range serverRules {
+		r.check(sc, bad)
+	}
+	return len(fe.errs) == n
+}
+
+func checkType(sc *serverCheck, bad fieldReport) {
+	if t := sc.e.Type; t != "" && t != "stdio" {
+		bad("type", "the bridge serves stdio servers only (a command)")
+	}
+}
+
+func checkURL(sc *serverCheck, bad fieldReport) {
+	if sc.e.URL != "" {
+		bad("url", "the bridge serves stdio servers only: give a command, not a URL")
+	}
+}
+
+func checkServerCommand(sc *serverCheck, bad fieldReport) {
+	if sc.e.Command == "" {
+		bad("command", "required")
+	}
+}
+
+func checkServerEnv(sc *serverCheck, bad fieldReport) {
+	for _, k := range slices.Sorted(maps.Keys(sc.e.Env)) {
+		if msg := childVarProblem(k); msg != "" {
+			bad("env", "%q %s", k, msg)
+		}
+	}
+}
+
+func checkEnvFrom(sc *serverCheck, bad fieldReport) {
+	for _, k := range slices.Sorted(maps.Keys(sc.e.EnvFrom)) {
+		from := sc.e.EnvFrom[k]
+		switch _, set := sc.vars[from]; {
+		case childVarProblem(k) != "":
+			bad("envFrom", "%q %s", k, childVarProblem(k))
+		// The variable is named only once it is known to be one that is
+		// set: what stands in its place may be the secret itself, written
+		// where its variable's name belongs.
+		case !envName.MatchString(from) || strings.HasPrefix(from, EnvPrefix):
+			bad("envFrom", "%s: not a variable name outside %s*: give the NAME of a variable of the bridge's environment, never its value", k, EnvPrefix)
+		case !set:
+			bad("envFrom", "%s: the variable it names is not set in the bridge's environment: give the NAME of a variable, never its value", k)
+		case sc.tokenVars[from]:
+			bad("envFrom", "%s: %s holds a token of the bridge, which no server may see", k, from)
+		}
+	}
+}
+
+func checkEnvFromDup(sc *serverCheck, bad fieldReport) {
+	for _, k := range slices.Sorted(maps.Keys(sc.e.EnvFrom)) {
+		if _, dup := sc.e.Env[k]; dup {
+			bad("envFrom", "%s is in \"env\" too", k)
+		}
+	}
+}
+
+func checkCwd(sc *serverCheck, bad fieldReport) {
+	if sc.e.Cwd == "" {
+		return
+	}
+	if fi, err := os.Stat(sc.e.Cwd); err != nil || !fi.IsDir() {
+		bad("cwd", "not a directory")
+	}
+}
+
+func checkServerMode(sc *serverCheck, bad fieldReport) {
+	switch sc.s.Mode {
+	case bridge.ModePerSession, bridge.ModeShared, bridge.ModePerIdentity:
+	default:
+		bad("mode", "want per-session, shared or per-identity")
+	}
+}
+
+func checkServerClaimEnv(sc *serverCheck, bad fieldReport) {
+	if len(sc.cfg.ClaimEnv) > 0 && sc.s.Mode == bridge.ModeShared {
+		bad("mode", "--claim-env needs a process per principal: per-session or per-identity")
+	}
+}
+
+func checkServerPrespawn(sc *serverCheck, bad fieldReport) {
+	switch p := sc.s.Prespawn; {
+	case p < 0:
+		bad("prespawn", "must not be negative")
+	case p > 0 && (sc.s.Mode != bridge.ModePerSession || sc.cfg.Stateless):
+		bad("prespawn", "a warm pool serves per-session mode only")
+	}
+}
+
+func checkIdleTimeout(sc *serverCheck, bad fieldReport) {
+	if sc.e.IdleTimeout == "" {
+		return
+	}
+	if d, err := time.ParseDuration(sc.e.IdleTimeout); err != nil || d <= 0 {
+		bad("idleTimeout", "want a duration greater than zero, like \"30s\" or \"5m\"")
+	}
+}
+
+func checkMaxSessions(sc *serverCheck, bad fieldReport) {
+	if sc.e.MaxSessions != nil && *sc.e.MaxSessions <= 0 {
+		bad("maxSessions", "must be greater than zero")
+	}
+}
+
+// tokenEnvNamesOK: every name of the server's tokenEnvs is a variable
+// name outside the bridge's own.
+func (sc *serverCheck) tokenEnvNamesOK() bool {
+	return !slices.ContainsFunc(sc.e.TokenEnvs, func(v string) bool {
+		return !envName.MatchString(v) || strings.HasPrefix(v, EnvPrefix)
+	})
+}
+
+func checkServerTokenEnvs(sc *serverCheck, bad fieldReport) {
+	for i, v := range sc.e.TokenEnvs {
+		if !envName.MatchString(v) || strings.HasPrefix(v, EnvPrefix) {
+			bad("tokenEnvs", "%snot a variable name outside %s*: give the NAME of a variable that holds a token, never the token", entry(i, len(sc.e.TokenEnvs)), EnvPrefix)
+		}
+	}
+}
+
+// checkServerTokens reads the server's token variables now, once their
+// names are known to be names: unset, short, or the same token as
+// another variable of this server or of --token-env is refused here.
+func checkServerTokens(sc *serverCheck, bad fieldReport) {
+	if len(sc.e.TokenEnvs) == 0 || !sc.tokenEnvNamesOK() {
+		return
+	}
+	lookup := func(k string) (string, bool) { v, ok := sc.vars[k]; return v, ok }
+	if _, err := auth.TokensFromEnv(uniq(sc.cfg.TokenEnvs, sc.e.TokenEnvs), lookup); err != nil {
+		bad("tokenEnvs", "%v", err)
+	}
+}
+
+func checkServerToolRules(sc *serverCheck, bad fieldReport) {
+	for _, list := range []struct {
+		field string
+		rules []string
+	}{{"toolAllow", sc.e.ToolAllow}, {"toolDeny", sc.e.ToolDeny}} {
+		for i, r := range list.rules {
+			if _, err := auth.ParseToolRule(r, false); err != nil {
+				bad(list.field, "%s%v", entry(i, len(list.rules)), err)
+			}
+		}
+	}
+}
+
+// childVarProblem says what is wrong with name as a variable of a
+// child's environment; "" if nothing.
+func childVarProblem(name string) string {
+	switch {
+	case !envName.MatchString(name):
+		return "is not a valid variable name"
+	case strings.HasPrefix(name, EnvPrefix):
+		return "is named like the bridge's own settings (" + EnvPrefix + "*), which never reach a server"
+	}
+	return ""
+}
+
+// childEnv is what a server's child gets on top of the inherited
+// environment: --env, then the server's env, then its envFrom, a later
+// value replacing an earlier one of the same name.
+func childEnv(flagEnv []string, e serverEntry, vars map[string]string) []string {
+	var order []string
+	val := map[string]string{}
+	set := func(k, v string) {
+		if _, ok := val[k]; !ok {
+			order = append(order, k)
+		}
+		val[k] = v
+	}
+	for _, kv := range flagEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		set(k, v)
+	}
+	for _, k := range slices.Sorted(maps.Keys(e.Env)) {
+		set(k, e.Env[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(e.EnvFrom)) {
+		set(k, vars[e.EnvFrom[k]])
+	}
+	out := make([]string, 0, len(order))
+	for _, k := range order {
+		out = append(out, k+"="+val[k])
+	}
+	return out
+}
+
+// uniq is a then b, without repeats.
+func uniq(a, b []string) []string {
+	var out []string
+	for _, s := range append(slices.Clone(a), b...) {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// decodeError names the field of a server entry that could not be
+// decoded and says what it should be, without the value.
+func decodeError(err error) (field, msg string) {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field, _, _ = strings.Cut(te.Field, ".")
+		if field == "" {
+			return "", "want an object of fields (command, args, env, ...)"
+		}
+		return field, "want " + jsonKind(field)
+	}
+	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return strings.Trim(f, `"`), "unknown field (see README \"Several servers\" for the fields)"
+	}
+	return "", "not a valid server entry"
+}
+
+// jsonKind says what JSON a field of serverEntry takes.
+func jsonKind(field string) string {
+	f, ok := entryField(field)
+	if !ok {
+		return "another type"
+	}
+	t := f.Type
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Int:
+		return "an integer"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice:
+		return "an array of strings"
+	case reflect.Map:
+		return "an object whose values are strings"
+	}
+	return "another type"
+}
+
+// entryField is the field of serverEntry whose JSON name is name.
+func entryField(name string) (reflect.StructField, bool) {
+	t := reflect.TypeFor[serverEntry]()
+	for i := range t.NumField() {
+		if f := t.Field(i); strings.Split(f.Tag.Get("json"), ",")[0] == name {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// position is the line and column of a byte offset.
+func position(data []byte, offset int64) (line, col int) {
+	offset = min(max(offset, 0), int64(len(data)))
+	before := data[:offset]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = int(offset) - (bytes.LastIndexByte(before, '\n') + 1)
+	return line, max(col, 1)
+}
+
+// Mount is the bridge and endpoint of one server of the file: bc and ho
+// are the settings the flags give every server (Bridge and HTTP, with the
+// running parts set), to which the server's own are applied. environ is
+// the bridge's environment, where the server's token variables are read;
+// log gets the server's name.
+func (c *Config) Mount(sp ServerSpec, bc bridge.Config, ho httpapi.Options, environ []string, log *slog.Logger) (httpapi.MountSpec, error) {
+	log = log.With("server", sp.Name)
+	bc.Command, bc.Dir, bc.Env, bc.Mode = sp.Command, sp.Dir, sp.Env, sp.Mode
+	bc.Prespawn, bc.IdleTimeout, bc.MaxSessions = sp.Prespawn, sp.IdleTimeout, sp.MaxSessions
+	bc.Logger = log
+	ho.Logger = log
+	// One page serves every server (MountsOptions), not one per server.
+	ho.Web = false
+	if len(sp.TokenEnvs) > 0 {
+		st, err := auth.TokensFromEnv(sp.TokenEnvs, lookupIn(environ))
+		if err != nil {
+			return httpapi.MountSpec{}, fmt.Errorf("field \"tokenEnvs\": %w", err)
+		}
+		if ho.Auth != nil {
+			ho.Auth = auth.Any(st, ho.Auth)
+		} else {
+			ho.Auth = st
+		}
+	}
+	own := *c
+	own.ToolAllow = append(slices.Clone(c.ToolAllow), sp.ToolAllow...)
+	own.ToolDeny = append(slices.Clone(c.ToolDeny), sp.ToolDeny...)
+	policy, err := own.toolPolicy()
+	if err != nil {
+		return httpapi.MountSpec{}, err
+	}
+	ho.ToolPolicy = policy
+	if c.PublicURL != "" {
+		// --public-url is the bridge's base URL here; each server's
+		// endpoint is its own resource.
+		base, err := httpapi.CanonicalURL(c.PublicURL)
+		if err != nil {
+			return httpapi.MountSpec{}, err
+		}
+		ho.PublicURL = base + httpapi.MountPath(sp.Name)
+	}
+	return httpapi.MountSpec{Name: sp.Name, Fingerprint: sp.Fingerprint(), Bridge: bc, HTTP: ho}, nil
+}
