@@ -30,7 +30,8 @@ const (
 
 // transcriptStep is one message to the demo and the messages it must
 // answer with. In send, $ENVELOPE and $NOCAPS stand for the _meta keys
-// above and $STATE for the requestState of the last input_required result.
+// above, $STATE for the requestState of the last input_required result and
+// $REQID for the id of the last request the demo sent.
 // Each want is a JSON value that one answer must contain (objects: these
 // keys at least; arrays: these elements at least, in any order), and "$ANY"
 // matches any value but null; the answers may come in any order, and there
@@ -130,16 +131,87 @@ var modernTranscript = []transcriptStep{
 	},
 }
 
-// TestStdioTranscript runs modernTranscript against the demo in a child
+// legacyTranscript drives the demo as a 2025 client does, and as the
+// bridge will when it translates for a 2026-07-28 client in front of a
+// legacy child: the capabilities in a request's _meta (without a
+// protocolVersion, which would make the request a 2026-07-28 one) narrow
+// what the demo asks of the client, and every question, the second round
+// of multi_round included, is a request of its own.
+var legacyTranscript = []transcriptStep{
+	{
+		name: "initialize",
+		send: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",
+			"capabilities":{"sampling":{},"elicitation":{},"roots":{}},"clientInfo":{"name":"transcript","version":"1.0.0"}}}`,
+		want: []string{`{"id":1,"result":{"protocolVersion":"2025-11-25","serverInfo":{"name":"mcp-bridge-demo"}}}`},
+	},
+	{
+		name: "initialized",
+		send: `{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+	},
+	{
+		name: "the request's capabilities win over the session's",
+		send: `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sample","arguments":{"prompt":"hi"},
+			"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}}`,
+		want: []string{`{"id":2,"error":{"code":-32021,"data":{"requiredCapabilities":{"sampling":{}}}}}`},
+	},
+	{
+		name: "only what the request declares is asked",
+		send: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"test_input_required_result_capabilities","arguments":{},
+			"_meta":{"io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}}`,
+		want: []string{`{"id":"$ANY","method":"sampling/createMessage","params":{"messages":[{"content":{"text":"Generate a short greeting"}}]}}`},
+	},
+	{
+		name: "the answer completes the call",
+		send: `{"jsonrpc":"2.0","id":$REQID,"result":{"role":"assistant","content":{"type":"text","text":"Hello!"},"model":"test-model"}}`,
+		want: []string{`{"id":3,"result":{"content":[{"type":"text","text":"Capability-aware input requests fulfilled"}]}}`},
+	},
+	{
+		name: "round 1",
+		send: `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"test_input_required_result_multi_round","arguments":{}}}`,
+		want: []string{`{"id":"$ANY","method":"elicitation/create","params":{"message":"Step 1: What is your name?"}}`},
+	},
+	{
+		name: "round 2",
+		send: `{"jsonrpc":"2.0","id":$REQID,"result":{"action":"accept","content":{"name":"Ada"}}}`,
+		want: []string{`{"id":"$ANY","method":"elicitation/create","params":{"message":"Step 2: What is your favorite color?"}}`},
+	},
+	{
+		name: "complete",
+		send: `{"jsonrpc":"2.0","id":$REQID,"result":{"action":"accept","content":{"color":"green"}}}`,
+		want: []string{`{"id":4,"result":{"content":[{"type":"text","text":"Multi-round complete: Ada likes green"}]}}`},
+	},
+	{
+		name: "a tool list change reaches the session",
+		send: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"test_trigger_tool_change","arguments":{}}}`,
+		want: []string{
+			`{"id":5,"result":{"content":[{"type":"text","text":"tools_list_changed published"}]}}`,
+			`{"method":"notifications/tools/list_changed"}`,
+		},
+	},
+}
+
+// TestStdioTranscript runs each transcript against the demo in a child
 // process over stdio, the way the bridge runs it, then closes its stdin:
 // the child must exit cleanly having sent nothing more.
 func TestStdioTranscript(t *testing.T) {
+	t.Run("2026-07-28", func(t *testing.T) {
+		states := runTranscript(t, modernTranscript)
+		if len(states) != 2 || states[0] == states[1] {
+			t.Errorf("requestStates = %q, want two different ones", states)
+		}
+	})
+	t.Run("2025-11-25", func(t *testing.T) { runTranscript(t, legacyTranscript) })
+}
+
+// runTranscript runs steps against a new demo child and returns the
+// requestStates it received.
+func runTranscript(t *testing.T, steps []transcriptStep) (states []string) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	c := startStdioChild(t)
-	var states []string
-	for _, step := range modernTranscript {
-		send := strings.NewReplacer("$ENVELOPE", envelope, "$NOCAPS", noCaps).Replace(step.send)
+	var reqID string
+	for _, step := range steps {
+		send := strings.NewReplacer("$ENVELOPE", envelope, "$NOCAPS", noCaps, "$REQID", reqID).Replace(step.send)
 		if len(states) > 0 {
 			send = strings.ReplaceAll(send, "$STATE", states[len(states)-1])
 		}
@@ -148,21 +220,26 @@ func TestStdioTranscript(t *testing.T) {
 		for range step.want {
 			msg := c.receive(ctx, t, step.name)
 			got = append(got, string(msg))
-			var r struct {
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
 				Result struct {
 					RequestState string `json:"requestState"`
 				} `json:"result"`
 			}
-			if json.Unmarshal(msg, &r) == nil && r.Result.RequestState != "" {
-				states = append(states, r.Result.RequestState)
+			if json.Unmarshal(msg, &m) != nil {
+				continue // matchAll reports it
+			}
+			if m.Result.RequestState != "" {
+				states = append(states, m.Result.RequestState)
+			}
+			if m.Method != "" && m.ID != nil {
+				reqID = string(m.ID)
 			}
 		}
 		if err := matchAll(got, step.want); err != nil {
 			t.Fatalf("%s: %v\nsent: %s\ngot:\n%s", step.name, err, send, strings.Join(got, "\n"))
 		}
-	}
-	if len(states) != 2 || states[0] == states[1] {
-		t.Errorf("requestStates = %q, want two different ones", states)
 	}
 	c.stdin.Close()
 	if msg, ok := <-c.lines; ok {
@@ -171,6 +248,7 @@ func TestStdioTranscript(t *testing.T) {
 	if err := c.cmd.Wait(); err != nil {
 		t.Errorf("child exit: %v\nstderr:\n%s", err, &c.stderr)
 	}
+	return states
 }
 
 // stdioChild is the demo server in a child process: this test binary run
