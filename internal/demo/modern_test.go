@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -269,6 +270,86 @@ func TestRequestState(t *testing.T) {
 			var werr *jsonrpc.Error
 			if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams {
 				t.Errorf("openState = %+v, %v; want -32602", st, err)
+			}
+		})
+	}
+}
+
+// TestNeverAsksUndeclared calls every tool and prompt from a client that
+// declares no capability and counts the requests it receives: there must be
+// none, and every call must either succeed or fail with -32021 (a
+// 2026-07-28 client would fail on an input_required result it cannot
+// fulfil). This is the README's promise that no tool asks a client for what
+// it did not declare.
+func TestNeverAsksUndeclared(t *testing.T) {
+	args := map[string]map[string]any{
+		"echo":                     {"message": "m"},
+		"add":                      {"a": 1, "b": 2},
+		"slow":                     {"steps": 1, "delay_ms": 1},
+		"sample":                   {"prompt": "p"},
+		"test_sampling":            {"prompt": "p"},
+		"elicit":                   {"message": "m"},
+		"test_elicitation":         {"message": "m"},
+		"json_schema_2020_12_tool": {"email": "e@example.com"},
+	}
+	promptArgs := map[string]map[string]string{
+		"test_prompt_with_arguments":         {"arg1": "a", "arg2": "b"},
+		"test_prompt_with_embedded_resource": {"resourceUri": "test://static-text"},
+	}
+	for _, version := range protocolVersions {
+		t.Run(version, func(t *testing.T) {
+			var asked atomic.Int64
+			client := mcp.NewClient(&mcp.Implementation{Name: "demo-test", Version: "0.0.1"},
+				&mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+			client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+					if !strings.HasPrefix(method, "notifications/") {
+						asked.Add(1)
+						t.Errorf("the client was sent %s", method)
+					}
+					return next(ctx, method, req)
+				}
+			})
+			serverT, clientT := mcp.NewInMemoryTransports()
+			ss, err := NewServer().Connect(t.Context(), serverT, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ss.Close() })
+			cs, err := client.Connect(t.Context(), clientT, &mcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cs.Close() })
+			check := func(what string, err error) {
+				var werr *jsonrpc.Error
+				if err != nil && (!errors.As(err, &werr) || werr.Code != mcp.CodeMissingRequiredClientCapabilities) {
+					t.Errorf("%s: %v, want success or -32021", what, err)
+				}
+			}
+			var calls int
+			for tool, err := range cs.Tools(t.Context(), nil) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				a, ok := args[tool.Name]
+				if !ok {
+					a = map[string]any{}
+				}
+				_, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool.Name, Arguments: a})
+				check("tool "+tool.Name, err)
+				calls++
+			}
+			for pr, err := range cs.Prompts(t.Context(), nil) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err := cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: pr.Name, Arguments: promptArgs[pr.Name]})
+				check("prompt "+pr.Name, err)
+				calls++
+			}
+			if calls < 30 || asked.Load() != 0 {
+				t.Errorf("%d calls made, %d requests to the client; want many calls and no request", calls, asked.Load())
 			}
 		})
 	}
