@@ -72,7 +72,7 @@ func addTools(srv *mcp.Server, w *watched) {
 		elicitation(enumsForm, func(none) string { return "Please pick your options" }))
 	mcp.AddTool(srv, &mcp.Tool{
 		Name:        "json_schema_2020_12_tool",
-		Description: "Takes arguments described with JSON Schema 2020-12 keywords (SEP-1613).",
+		Description: "Takes arguments described with JSON Schema 2020-12 keywords (SEP-1613, SEP-2106).",
 		// The keywords SEP-1613 and SEP-2106 want kept verbatim in
 		// tools/list: $schema, $defs, $ref, additionalProperties, $anchor,
 		// allOf/anyOf and if/then/else.
