@@ -3,11 +3,20 @@
 //
 // The server exercises every feature the bridge must carry: tools that
 // answer at once, tools that stream progress and log messages, tools that
-// call back into the client (sampling, elicitation), static and templated
-// resources with subscriptions, prompts, completion and logging. It also
-// implements every server fixture of the official conformance suite
-// (@modelcontextprotocol/conformance), so that running the suite through the
-// bridge grades the bridge, not the child.
+// call back into the client (sampling, elicitation, roots), static and
+// templated resources with subscriptions, prompts, completion and logging.
+// It also implements every server fixture of the official conformance suite
+// (@modelcontextprotocol/conformance: 0.1.16, and 0.2.0-alpha.12 for
+// 2025-11-25 and 2026-07-28), so that running the suite through the bridge
+// grades the bridge, not the child.
+//
+// It speaks both eras of MCP, as the go-sdk does: a 2025 client initializes
+// a session and gets sampling, elicitation and roots as requests of their
+// own; a 2026-07-28 client sends its version and capabilities in each
+// request's _meta, and gets them as input requests in an input_required
+// result (SEP-2322), which its retry answers. A process takes the era of its
+// first message. Either way, a tool never asks a client for what the client
+// did not declare: it fails with -32021 instead.
 package demo
 
 import (

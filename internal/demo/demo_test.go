@@ -73,13 +73,23 @@ type peer struct {
 	logs     chan *mcp.LoggingMessageParams
 	updated  chan string
 	prompts  chan string // prompts of sampling requests
+	changed  chan string // methods of list_changed notifications
 }
 
 // elicitReplies maps the message of an elicitation to the user's answer.
 var elicitReplies = map[string]*mcp.ElicitResult{
 	"Who are you?": {Action: "accept", Content: map[string]any{"username": "ada", "email": "ada@example.com"}},
 	"Skip this?":   {Action: "decline"},
+	// The questions of the multi round-trip fixtures.
+	"What is your name?":                   {Action: "accept", Content: map[string]any{"name": "Ada"}},
+	"Step 1: What is your name?":           {Action: "accept", Content: map[string]any{"name": "Ada"}},
+	"Step 2: What is your favorite color?": {Action: "accept", Content: map[string]any{"color": "green"}},
+	"Please confirm":                       {Action: "accept", Content: map[string]any{"ok": true}},
+	"What context should the prompt use?":  {Action: "accept", Content: map[string]any{"context": "a demo"}},
 }
+
+// clientRoot is the root every peer exposes.
+var clientRoot = &mcp.Root{URI: "file:///work", Name: "work"}
 
 func connect(t *testing.T, version string) *peer {
 	t.Helper()
@@ -88,6 +98,7 @@ func connect(t *testing.T, version string) *peer {
 		logs:     make(chan *mcp.LoggingMessageParams, 100),
 		updated:  make(chan string, 100),
 		prompts:  make(chan string, 100),
+		changed:  make(chan string, 100),
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "demo-test", Version: "0.0.1"}, &mcp.ClientOptions{
 		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
@@ -109,7 +120,12 @@ func connect(t *testing.T, version string) *peer {
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) { p.progress <- req.Params },
 		LoggingMessageHandler:       func(_ context.Context, req *mcp.LoggingMessageRequest) { p.logs <- req.Params },
 		ResourceUpdatedHandler:      func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) { p.updated <- req.Params.URI },
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { p.changed <- "notifications/tools/list_changed" },
+		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
+			p.changed <- "notifications/prompts/list_changed"
+		},
 	})
+	client.AddRoots(clientRoot)
 	serverT, clientT := mcp.NewInMemoryTransports()
 	ss, err := NewServer().Connect(t.Context(), serverT, nil)
 	if err != nil {
@@ -211,13 +227,22 @@ func testLists(ctx context.Context, t *testing.T, p *peer) {
 		{"tools", tools, []string{
 			"add", "echo", "elicit", "json_schema_2020_12_tool", "sample", "slow",
 			"test_audio_content", "test_elicitation", "test_elicitation_sep1034_defaults", "test_elicitation_sep1330_enums",
-			"test_embedded_resource", "test_error_handling", "test_image_content", "test_multiple_content_types",
-			"test_reconnection", "test_sampling", "test_simple_text", "test_tool_with_logging", "test_tool_with_progress",
-			"touch_resource",
+			"test_embedded_resource", "test_error_handling", "test_image_content",
+			"test_input_required_result_capabilities", "test_input_required_result_elicitation",
+			"test_input_required_result_list_roots", "test_input_required_result_multi_round",
+			"test_input_required_result_multiple_inputs", "test_input_required_result_request_state",
+			"test_input_required_result_sampling", "test_input_required_result_tampered_state",
+			"test_logging_tool", "test_missing_capability", "test_multiple_content_types",
+			"test_reconnection", "test_sampling", "test_simple_text", "test_streaming_elicitation",
+			"test_tool_with_logging", "test_tool_with_progress", "test_trigger_prompt_change", "test_trigger_tool_change",
+			"test_x_mcp_header", "touch_resource",
 		}},
 		{"resources", resources, []string{"test://static-binary", "test://static-text", "test://watched-resource"}},
 		{"templates", templates, []string{"test://template/{id}/data"}},
-		{"prompts", prompts, []string{"test_prompt_with_arguments", "test_prompt_with_embedded_resource", "test_prompt_with_image", "test_simple_prompt"}},
+		{"prompts", prompts, []string{
+			"test_input_required_result_prompt", "test_prompt_with_arguments", "test_prompt_with_embedded_resource",
+			"test_prompt_with_image", "test_simple_prompt",
+		}},
 	} {
 		slices.Sort(tc.got)
 		if !slices.Equal(tc.got, tc.want) {
@@ -237,7 +262,7 @@ func testTools(ctx context.Context, t *testing.T, p *peer) {
 		{name: "add", tool: "add", args: map[string]any{"a": 2, "b": 3.5}, want: "5.5"},
 		{name: "add to zero", tool: "add", args: map[string]any{"a": -1, "b": 1}, want: "0"},
 		{name: "simple text", tool: "test_simple_text", want: "This is a simple text response for testing."},
-		{name: "2020-12 schema", tool: "json_schema_2020_12_tool", args: map[string]any{"name": "x"}, want: `Received: {"name":"x"}`},
+		{name: "2020-12 schema", tool: "json_schema_2020_12_tool", args: map[string]any{"name": "x", "email": "x@example.com"}, want: `Received: {"email":"x@example.com","name":"x"}`},
 		{name: "reconnection over a stream-less transport", tool: "test_reconnection", want: "Reconnection test completed successfully."},
 		{name: "error", tool: "test_error_handling", want: "this tool intentionally returns an error for testing", wantError: true},
 		{name: "slow out of bounds", tool: "slow", args: map[string]any{"steps": 1000}, want: "steps must be 1..100 and delay_ms 1..10000, got 1000 and 200", wantError: true},

@@ -84,10 +84,7 @@ func (w *watched) touch(ctx context.Context, _ *mcp.CallToolRequest, _ none) (*m
 }
 
 func addPrompts(srv *mcp.Server) {
-	srv.AddPrompt(&mcp.Prompt{Name: "test_simple_prompt", Description: "A prompt without arguments."},
-		prompt(func(map[string]string) []mcp.Content {
-			return []mcp.Content{&mcp.TextContent{Text: "This is a simple prompt for testing."}}
-		}))
+	addSimplePrompt(srv)
 	srv.AddPrompt(&mcp.Prompt{
 		Name: "test_prompt_with_arguments", Description: "A prompt that quotes its two arguments.",
 		Arguments: []*mcp.PromptArgument{
@@ -114,6 +111,20 @@ func addPrompts(srv *mcp.Server) {
 				&mcp.ImageContent{Data: pngPixel, MIMEType: "image/png"},
 				&mcp.TextContent{Text: "Please analyze the image above."},
 			}
+		}))
+	srv.AddPrompt(&mcp.Prompt{
+		Name:        "test_input_required_result_prompt",
+		Description: "Multi round-trip (SEP-2322): asks the user for context (key user_context), then quotes it.",
+	}, inputPrompt)
+}
+
+// addSimplePrompt registers test_simple_prompt; test_trigger_prompt_change
+// registers it again, which changes nothing but tells every listener that
+// the prompt list changed.
+func addSimplePrompt(srv *mcp.Server) {
+	srv.AddPrompt(&mcp.Prompt{Name: "test_simple_prompt", Description: "A prompt without arguments."},
+		prompt(func(map[string]string) []mcp.Content {
+			return []mcp.Content{&mcp.TextContent{Text: "This is a simple prompt for testing."}}
 		}))
 }
 

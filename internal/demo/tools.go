@@ -72,18 +72,32 @@ func addTools(srv *mcp.Server, w *watched) {
 		elicitation(enumsForm, func(none) string { return "Please pick your options" }))
 	mcp.AddTool(srv, &mcp.Tool{
 		Name:        "json_schema_2020_12_tool",
-		Description: "Takes arguments described with JSON Schema 2020-12 keywords (SEP-1613).",
+		Description: "Takes arguments described with JSON Schema 2020-12 keywords (SEP-1613, SEP-2106).",
+		// The keywords SEP-1613 and SEP-2106 want kept verbatim in
+		// tools/list: $schema, $defs, $ref, additionalProperties, $anchor,
+		// allOf/anyOf and if/then/else.
 		InputSchema: json.RawMessage(`{
 			"$schema": "https://json-schema.org/draft/2020-12/schema",
 			"type": "object",
-			"$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
-			"properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+			"$defs": {"address": {"$anchor": "addressDef", "type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+			"properties": {
+				"name": {"type": "string"},
+				"address": {"$ref": "#/$defs/address"},
+				"contactMethod": {"type": "string", "enum": ["phone", "email"]},
+				"phone": {"type": "string"},
+				"email": {"type": "string"}
+			},
+			"allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+			"if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+			"then": {"required": ["phone"]},
+			"else": {"required": ["email"]},
 			"additionalProperties": false
 		}`),
 	}, func(_ context.Context, _ *mcp.CallToolRequest, in json.RawMessage) (*mcp.CallToolResult, any, error) {
 		return text("Received: " + string(in)), nil, nil
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "test_reconnection", Description: "Closes its SSE stream before answering, to test resumption (SEP-1699)."}, reconnect)
+	addModernTools(srv)
 }
 
 func text(s string) *mcp.CallToolResult {
@@ -182,7 +196,8 @@ func logThrice(ctx context.Context, req *mcp.CallToolRequest, _ none) (*mcp.Call
 // carries the client's answer in InputResponses. For sessions older than
 // 2026-07-28 the SDK turns the input request into a sampling/createMessage or
 // elicitation/create request to the client and re-invokes the handler with
-// the answer, so one handler serves both protocol generations.
+// the answer, so one handler serves both protocol generations. Either way,
+// ask refuses with -32021 to ask a client for what it did not declare.
 
 // answerKey names the single input request of these tools.
 const answerKey = "answer"
@@ -194,10 +209,7 @@ type sampleArgs struct {
 func sample(_ context.Context, req *mcp.CallToolRequest, in sampleArgs) (*mcp.CallToolResult, any, error) {
 	res, ok := req.Params.InputResponses[answerKey].(*mcp.CreateMessageWithToolsResult)
 	if !ok {
-		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{answerKey: &mcp.CreateMessageParams{
-			Messages:  []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: in.Prompt}}},
-			MaxTokens: 100,
-		}}}, nil, nil
+		return ask(req.ClientCapabilities(), mcp.InputRequestMap{answerKey: samplingRequest(in.Prompt, 100)}, "")
 	}
 	for _, c := range res.Content {
 		if t, ok := c.(*mcp.TextContent); ok {
@@ -218,9 +230,9 @@ func elicitation[In any](schema json.RawMessage, message func(In) string) mcp.To
 	return func(_ context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
 		res, ok := req.Params.InputResponses[answerKey].(*mcp.ElicitResult)
 		if !ok {
-			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{answerKey: &mcp.ElicitParams{
+			return ask(req.ClientCapabilities(), mcp.InputRequestMap{answerKey: &mcp.ElicitParams{
 				Message: message(in), RequestedSchema: schema,
-			}}}, nil, nil
+			}}, "")
 		}
 		content, err := json.Marshal(res.Content)
 		if err != nil {
