@@ -446,7 +446,7 @@ func mountsWeb(ho httpapi.Options) *httpapi.MountsWeb {
 	if !ho.Web {
 		return nil
 	}
-	return &httpapi.MountsWeb{Auth: ho.Auth, Admins: ho.Admins, Context: ho.Context, KeepAlive: ho.KeepAlive, WriteTimeout: ho.WriteTimeout}
+	return &httpapi.MountsWeb{Auth: ho.Auth, Admins: ho.Admins, PublicURL: ho.PublicURL, Context: ho.Context, KeepAlive: ho.KeepAlive, WriteTimeout: ho.WriteTimeout}
 }
 
 // reloadOn rereads the file on every signal until ctx ends. A file that
