@@ -203,8 +203,12 @@ func (h handler) clients(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u := q.Get("url")
-	if err := CheckClientURL(u); err != nil || len(u) > 2048 {
-		http.Error(w, "url: "+fmt.Sprint(err), http.StatusBadRequest)
+	if len(u) > 2048 {
+		http.Error(w, "url: too long", http.StatusBadRequest)
+		return
+	}
+	if err := CheckClientURL(u); err != nil {
+		http.Error(w, "url: "+err.Error(), http.StatusBadRequest)
 		return
 	}
 	s := h.servers[i]

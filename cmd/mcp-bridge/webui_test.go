@@ -189,8 +189,14 @@ func TestWebPageClientsAndConsole(t *testing.T) {
 	const apiKey, flagToken, envSecret = "s3cr3t-api-key-value", "tok-hunter2-value", "env-secret-value"
 	p := startBridge(t, append(environWithout(envPrefix), "WEB_TOKEN="+token), "--token-env", "WEB_TOKEN",
 		"--", bin, "demo-server", "--api-key="+apiKey, "--verbose", "--token", flagToken, "API_KEY="+envSecret)
-	res, shots := runWebui(t, map[string]any{"scenario": "single", "url": p.Base + "/", "token": token})
+	resourcesShot := filepath.Join(t.TempDir(), "web-resources.png")
+	res, shots := runWebui(t, map[string]any{"scenario": "single", "url": p.Base + "/", "token": token, "resourcesShot": resourcesShot})
 	s := res.Steps
+	if png, err := os.ReadFile(resourcesShot); err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Errorf("screenshot of the Resources tab: %v", err)
+	} else if err := os.WriteFile(filepath.Join(os.TempDir(), "mcp-bridge-web-console-resources.png"), png, 0o644); err == nil {
+		t.Logf("screenshot of the Resources tab: %s", filepath.Join(os.TempDir(), "mcp-bridge-web-console-resources.png"))
+	}
 	mcpURL := p.Base + "/mcp"
 
 	t.Run("endpoints", func(t *testing.T) {

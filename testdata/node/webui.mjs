@@ -8,7 +8,8 @@
 // Usage: node webui.mjs <plan-json>
 //
 // plan: {scenario: "single" | "several", url, token?, shots: {width: path},
-//        failShot?: path of a screenshot taken when a step fails}
+//        failShot?: path of a screenshot taken when a step fails,
+//        resourcesShot?: path of a screenshot of the Resources tab (single)}
 //
 //   single: sign in, read the endpoints and every client configuration,
 //     copy, read the Server panel, connect the console, call echo, slow
@@ -239,6 +240,7 @@ async function single(page) {
   await until("#subscribe", "Subscribe");
   await until("#notifications li", "unsubscribed from test://watched-resource");
   out.steps.unsubscribed = { button: await text("#subscribe"), pressed: await page.getAttribute("#subscribe", "aria-pressed") };
+  if (plan.resourcesShot) await page.screenshot({ path: plan.resourcesShot, fullPage: true });
 
   step = "layout";
   await page.click("#tab-tools");

@@ -865,7 +865,13 @@ async function listResources() {
     listAll("resources/list", "resources"),
     listAll("resources/templates/list", "resourceTemplates").catch(() => []),
   ]);
-  itemButtons($("resource-list"), resources, "uri", (r) => r.uri, (r) => r.title || r.name || r.uri, (r) => readResource(r.uri));
+  itemButtons($("resource-list"), resources, "uri", (r) => r.uri, (r) => r.title || r.name || r.uri, (r) => {
+    // A listed resource, not a template's: the template's form goes.
+    state.template = null;
+    markSelected($("template-list"), "uriTemplate", null);
+    $("template-form").hidden = true;
+    readResource(r.uri);
+  });
   itemButtons($("template-list"), templates, "uriTemplate", (t) => t.uriTemplate, (t) => t.title || t.name || t.uriTemplate, showTemplate);
   $("resource-count").textContent = "(" + (resources.length + templates.length) + ")";
   $("no-resources").hidden = resources.length > 0;
@@ -912,6 +918,7 @@ function expandTemplate(t, values) {
 function showTemplate(t) {
   state.template = t;
   markSelected($("template-list"), "uriTemplate", t.uriTemplate);
+  markSelected($("resource-list"), "uri", null);
   $("template-name").textContent = (t.title || t.name) + " · " + t.uriTemplate;
   $("template-description").textContent = t.description || "";
   const fields = templateVariables(t.uriTemplate).map((v) => field(el("input", { type: "text", id: "template-var-" + v, name: v, spellcheck: false }), v, false, null, null));
@@ -929,7 +936,7 @@ function readTemplate() {
 // button when the server takes subscriptions.
 async function readResource(uri) {
   state.resourceShown = uri;
-  markSelected($("resource-list"), "uri", uri);
+  if (!state.template) markSelected($("resource-list"), "uri", uri);
   $("resource-result-box").hidden = false;
   $("resource-uri").textContent = uri;
   const caps = (state.client && state.client.init.capabilities) || {};
@@ -1034,6 +1041,11 @@ function copyButton(text, what) {
 // page and the README show the same text.
 async function renderClients() {
   const s = clientServer();
+  if (!s) {
+    $("endpoints").replaceChildren();
+    $("clients-error").textContent = "no server is configured";
+    return;
+  }
   const mcp = s.url || publicURL(s.path);
   const endpoints = [{ name: "MCP endpoint (Streamable HTTP)", url: mcp }, ...(s.endpoints || []).map((e) => ({ name: e.name, url: publicURL(e.path) }))];
   $("endpoints").replaceChildren(
