@@ -7,15 +7,29 @@ import (
 
 // Snapshot is what an operator sees of a bridge at one moment: its
 // sessions and its children. It holds no secrets (no tokens, no
-// environment), only ids, principals' names and timings, and each child's
-// last stderr lines, which may hold anything the child wrote: For is what
-// one principal may see of it.
+// environment, the command's secret-looking arguments masked), only ids,
+// principals' names and timings, and each child's last stderr lines,
+// which may hold anything the child wrote: For is what one principal may
+// see of it.
 type Snapshot struct {
-	Mode     string            `json:"mode"`
-	Command  string            `json:"command"`
+	Mode    string `json:"mode"`
+	Command string `json:"command"` // the program
+	// Argv is the whole command, program and arguments, as RedactArgv
+	// shows it.
+	Argv     []string          `json:"argv,omitempty"`
 	Sessions []SessionSnapshot `json:"sessions"`
 	Children []ChildSnapshot   `json:"children"`
 	Waiting  int               `json:"waitingChildren"` // started children in the warm pool
+	// Servers, in a snapshot that combines several bridges (one per
+	// server), says what each runs. The bridge itself leaves it empty.
+	Servers []ServerSnapshot `json:"servers,omitempty"`
+}
+
+// ServerSnapshot is one of several servers of a combined Snapshot.
+type ServerSnapshot struct {
+	Name string   `json:"name"`
+	Mode string   `json:"mode"`
+	Argv []string `json:"argv"` // as RedactArgv shows it
 }
 
 // SessionSnapshot describes one session.
@@ -57,7 +71,7 @@ type ChildSnapshot struct {
 
 // Snapshot returns the bridge's sessions (oldest first) and children.
 func (b *Bridge) Snapshot() Snapshot {
-	snap := Snapshot{Mode: b.cfg.Mode, Command: b.cfg.Command[0], Sessions: []SessionSnapshot{}, Children: []ChildSnapshot{}}
+	snap := Snapshot{Mode: b.cfg.Mode, Command: b.cfg.Command[0], Argv: RedactArgv(b.cfg.Command), Sessions: []SessionSnapshot{}, Children: []ChildSnapshot{}}
 	b.mu.Lock()
 	sessions := make([]*Session, 0, len(b.sessions))
 	for _, s := range b.sessions {

@@ -102,6 +102,8 @@ type mount struct {
 	b           *bridge.Bridge
 	h           http.Handler
 	auth        bool // the server's endpoint requires a token
+	legacy      bool // it serves the legacy SSE endpoints too
+	stateless   bool
 
 	mu       sync.Mutex
 	inFlight int           // POSTs and DELETEs being served
@@ -327,7 +329,8 @@ func buildMount(s MountSpec) (*mount, error) {
 		_ = b.Close(context.Background()) // nothing started yet but the janitor
 		return nil, err
 	}
-	return &mount{name: s.Name, fingerprint: s.Fingerprint, b: b, h: h, auth: opts.Auth != nil, idle: make(chan struct{})}, nil
+	return &mount{name: s.Name, fingerprint: s.Fingerprint, b: b, h: h, auth: opts.Auth != nil,
+		legacy: !opts.DisableLegacySSE && !opts.Stateless, stateless: opts.Stateless, idle: make(chan struct{})}, nil
 }
 
 // retire stops serving mt: new requests get 404 (or its successor), no

@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -25,6 +27,10 @@ type MountsWeb struct {
 	// so without a server that requires a token), the anonymous
 	// principal sees everything.
 	Admins auth.Subjects
+	// PublicURL is the base URL clients reach the bridge at
+	// (--public-url with --config): the page shows every server's
+	// endpoints under it. Empty: under the page's own URL.
+	PublicURL string
 	// Context ends the feed (the process is shutting down).
 	Context      context.Context
 	KeepAlive    time.Duration
@@ -46,18 +52,17 @@ func (m *Mounts) mountWeb(r chi.Router, opts *MountsWeb) {
 	if opts.Context != nil {
 		context.AfterFunc(opts.Context, func() { _ = feed.Close() })
 	}
+	base := ""
+	if opts.PublicURL != "" {
+		base, _ = CanonicalURL(opts.PublicURL) // checked by the caller; "" if not
+	}
 	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		set := *m.set.Load()
-		names := make([]string, 0, len(set))
-		for name := range set {
-			names = append(names, name)
+		servers := make([]web.Server, 0, len(set))
+		for _, name := range slices.Sorted(maps.Keys(set)) {
+			servers = append(servers, set[name].webServer())
 		}
-		slices.Sort(names)
-		servers := make([]web.Server, 0, len(names))
-		for _, name := range names {
-			servers = append(servers, web.Server{Name: name, Path: MountPath(name)})
-		}
-		h, err := web.Handler(web.Page{Servers: servers, Auth: opts.Auth != nil || m.anyAuth()})
+		h, err := web.Handler(web.Page{Servers: servers, Auth: opts.Auth != nil || m.anyAuth(), PublicBase: base})
 		if err != nil {
 			writeError(w, &httpError{status: http.StatusInternalServerError, code: bridge.CodeInternalError, msg: "internal error"})
 			return
@@ -87,6 +92,18 @@ func (m *Mounts) mountWeb(r chi.Router, opts *MountsWeb) {
 	})
 }
 
+// webServer is what the page is told of the server.
+func (mt *mount) webServer() web.Server {
+	p := MountPath(mt.name)
+	s := web.Server{Name: mt.name, Path: p, Auth: mt.auth, Stateless: mt.stateless}
+	dir := strings.TrimSuffix(p, "mcp")
+	if mt.legacy {
+		s.Endpoints = append(s.Endpoints, web.Endpoint{Name: legacySSEName, Path: dir + "sse"}, web.Endpoint{Name: legacyMessageName, Path: dir + "message"})
+	}
+	s.Endpoints = append(s.Endpoints, opsEndpoints(dir+"metrics", "/healthz", dir+"readyz")...)
+	return s
+}
+
 // anyAuth reports whether some served server requires a token.
 func (m *Mounts) anyAuth() bool {
 	for _, mt := range *m.set.Load() {
@@ -100,10 +117,15 @@ func (m *Mounts) anyAuth() bool {
 // webSnapshot combines every server's snapshot, each session and child
 // labelled with its server.
 func (m *Mounts) webSnapshot() bridge.Snapshot {
-	out := bridge.Snapshot{Mode: "several servers", Command: "--config", Sessions: []bridge.SessionSnapshot{}, Children: []bridge.ChildSnapshot{}}
+	out := bridge.Snapshot{Mode: "several servers", Command: "--config", Sessions: []bridge.SessionSnapshot{}, Children: []bridge.ChildSnapshot{}, Servers: []bridge.ServerSnapshot{}}
 	set := *m.set.Load()
 	for name, mt := range set {
 		s := webSnapshot(mt.b.Snapshot())
+		mode := s.Mode
+		if mt.stateless {
+			mode = "stateless"
+		}
+		out.Servers = append(out.Servers, bridge.ServerSnapshot{Name: name, Mode: mode, Argv: s.Argv})
 		for _, x := range s.Sessions {
 			x.Server = name
 			out.Sessions = append(out.Sessions, x)
@@ -114,6 +136,7 @@ func (m *Mounts) webSnapshot() bridge.Snapshot {
 		}
 		out.Waiting += s.Waiting
 	}
+	slices.SortFunc(out.Servers, func(a, b bridge.ServerSnapshot) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(out.Sessions, func(a, b bridge.SessionSnapshot) int { return a.Created.Compare(b.Created) })
 	slices.SortFunc(out.Children, func(a, b bridge.ChildSnapshot) int { return a.Started.Compare(b.Started) })
 	return out

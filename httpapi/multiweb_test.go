@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
+	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
 )
 
 // TestMountsWeb: with several servers, one page offers them all and one
@@ -231,5 +232,95 @@ func TestMountsGuard(t *testing.T) {
 				t.Errorf("%s: GET %s: %d, want %d", tc.name, path, resp.StatusCode, tc.want)
 			}
 		}
+	}
+}
+
+// TestMountsWebServers: the page is told each server's endpoints (legacy
+// ones only where served) and the public base URL; the feed says what
+// each server runs, secrets masked.
+func TestMountsWebServers(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := httpapi.NewMounts(httpapi.MountsOptions{Logger: testLogger(t), Web: &httpapi.MountsWeb{Context: ctx, PublicURL: "https://Bridge.Example.com/x/"}})
+	srv := httptest.NewServer(m)
+	t.Cleanup(func() {
+		cancel()
+		srv.CloseClientConnections()
+		srv.Close()
+		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer ccancel()
+		_ = m.Close(cctx)
+	})
+	badchild := testpeers.BuildGo(t, "./testdata/badchild")
+	a := mountSpec(t, "alpha", "1", badchild, "--api-key=alpha-secret")
+	b := mountSpec(t, "beta", "1")
+	b.HTTP.Stateless = true
+	b.HTTP.Auth = staticTokens(t, map[string]string{"BETA_TOKEN": "beta-secret-0123456789"})
+	if _, err := m.Apply([]httpapi.MountSpec{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := getPageConfig(t, srv.Client(), srv.URL)
+	paths := func(i int) string {
+		var p []string
+		for _, e := range cfg.Servers[i].Endpoints {
+			p = append(p, e.Path)
+		}
+		return strings.Join(p, " ")
+	}
+	if len(cfg.Servers) != 2 || cfg.PublicBase != "https://bridge.example.com/x" || !cfg.Auth ||
+		cfg.Servers[0].Name != "alpha" || cfg.Servers[0].Auth || cfg.Servers[0].Stateless ||
+		paths(0) != "/servers/alpha/sse /servers/alpha/message /servers/alpha/metrics /healthz /servers/alpha/readyz" ||
+		cfg.Servers[1].Name != "beta" || !cfg.Servers[1].Auth || !cfg.Servers[1].Stateless ||
+		paths(1) != "/servers/beta/metrics /healthz /servers/beta/readyz" {
+		t.Errorf("config %+v", cfg)
+	}
+	// The endpoints are where the page says.
+	for _, p := range []string{"/servers/alpha/metrics", "/healthz", "/servers/alpha/readyz"} {
+		resp, err := srv.Client().Get(srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: %d", p, resp.StatusCode)
+		}
+	}
+
+	// Without a bridge-wide token the feed is refused (beta has tokens of
+	// its own): read the snapshot with one.
+	m2 := httpapi.NewMounts(httpapi.MountsOptions{Logger: testLogger(t), Web: &httpapi.MountsWeb{Context: ctx}})
+	srv2 := httptest.NewServer(m2)
+	t.Cleanup(func() {
+		srv2.CloseClientConnections()
+		srv2.Close()
+		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer ccancel()
+		_ = m2.Close(cctx)
+	})
+	if _, err := m2.Apply([]httpapi.MountSpec{mountSpec(t, "alpha", "1", badchild, "--api-key=alpha-secret"), mountSpec(t, "beta", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	fctx, fcancel := context.WithTimeout(context.Background(), 30*time.Second) // a safety net
+	defer fcancel()
+	req, _ := http.NewRequestWithContext(fctx, http.MethodGet, srv2.URL+"/ui/events", nil)
+	feedResp, err := srv2.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer feedResp.Body.Close()
+	ev, ok := newSSEReader(feedResp.Body).next()
+	if !ok {
+		t.Fatal("no snapshot")
+	}
+	if strings.Contains(ev.data, "alpha-secret") {
+		t.Errorf("the feed shows the secret: %s", ev.data)
+	}
+	var snap bridge.Snapshot
+	if err := json.Unmarshal([]byte(ev.data), &snap); err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Servers) != 2 || snap.Servers[0].Name != "alpha" || strings.Join(snap.Servers[0].Argv, " ") != badchild+" --api-key=****" ||
+		snap.Servers[1].Name != "beta" || strings.Join(snap.Servers[1].Argv, " ") != badchild || snap.Servers[1].Mode != "per-session" {
+		t.Errorf("servers %+v", snap.Servers)
 	}
 }

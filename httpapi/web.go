@@ -29,7 +29,7 @@ func (h *mcpHandler) mountWeb(r chi.Router, resource resourceURL) error {
 			return fmt.Errorf("httpapi: endpoint path %q is taken by the web page (/ and /ui/): choose another path or turn the page off", p)
 		}
 	}
-	page, err := web.Handler(web.Page{Servers: []web.Server{{Name: "default", Path: opts.Path}}, Auth: opts.Auth != nil})
+	page, err := web.Handler(webPage(opts, resource))
 	if err != nil {
 		return fmt.Errorf("httpapi: %w", err)
 	}
@@ -66,6 +66,34 @@ func (h *mcpHandler) mountWeb(r chi.Router, resource resourceURL) error {
 		r.Method(http.MethodGet, web.FeedPath, feed)
 	})
 	return nil
+}
+
+// webPage is what the page is told of the endpoint: its paths, and its
+// public URL when --public-url gives it.
+func webPage(opts Options, resource resourceURL) web.Page {
+	srv := web.Server{Name: "default", Path: opts.Path, URL: resource.fixed, Auth: opts.Auth != nil, Stateless: opts.Stateless}
+	if !opts.DisableLegacySSE && !opts.Stateless {
+		srv.Endpoints = append(srv.Endpoints, web.Endpoint{Name: legacySSEName, Path: opts.SSEPath}, web.Endpoint{Name: legacyMessageName, Path: opts.MessagePath})
+	}
+	srv.Endpoints = append(srv.Endpoints, opsEndpoints("/metrics", "/healthz", "/readyz")...)
+	page := web.Page{Servers: []web.Server{srv}, Auth: opts.Auth != nil}
+	// The other endpoints are under the public URL only when it ends in
+	// the endpoint's own path; a proxy that maps paths otherwise leaves
+	// them where the browser finds them.
+	if base, ok := strings.CutSuffix(resource.fixed, opts.Path); ok {
+		page.PublicBase = base
+	}
+	return page
+}
+
+// Names of the endpoints the page lists besides the MCP endpoint.
+const (
+	legacySSEName     = "Legacy SSE stream (HTTP+SSE, 2024-11-05)"
+	legacyMessageName = "Legacy SSE messages"
+)
+
+func opsEndpoints(metrics, health, ready string) []web.Endpoint {
+	return []web.Endpoint{{Name: "Metrics (Prometheus)", Path: metrics}, {Name: "Health", Path: health}, {Name: "Readiness", Path: ready}}
 }
 
 // webSnapshot is the snapshot as the feed shows it, to admins too: a

@@ -160,3 +160,77 @@ func TestWebPageOptions(t *testing.T) {
 		})
 	}
 }
+
+// pageConfig is GET /ui/config.json as the page reads it.
+type pageConfig struct {
+	Servers []struct {
+		Name, Path, URL string
+		Auth, Stateless bool
+		Endpoints       []struct{ Name, Path string }
+	}
+	Auth       bool
+	PublicBase string
+}
+
+func getPageConfig(t *testing.T, client *http.Client, base string) pageConfig {
+	t.Helper()
+	resp, err := client.Get(base + "/ui/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var cfg pageConfig
+	if err := json.NewDecoder(resp.Body).Decode(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestWebPageEndpoints: the page is told every endpoint it lists (the
+// legacy ones only when served) and, from --public-url, where clients
+// reach them.
+func TestWebPageEndpoints(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		opts      httpapi.Options
+		paths     []string
+		url, base string
+		stateless bool
+	}{
+		{"default", httpapi.Options{}, []string{"/sse", "/message", "/metrics", "/healthz", "/readyz"}, "", "", false},
+		{"legacy off", httpapi.Options{DisableLegacySSE: true}, []string{"/metrics", "/healthz", "/readyz"}, "", "", false},
+		{"stateless", httpapi.Options{Stateless: true}, []string{"/metrics", "/healthz", "/readyz"}, "", "", true},
+		{"other paths", httpapi.Options{Path: "/api/mcp"}, []string{"/api/sse", "/api/message", "/metrics", "/healthz", "/readyz"}, "", "", false},
+		{"public URL", httpapi.Options{PublicURL: "https://Bridge.Example.com/prefix/mcp"}, []string{"/sse", "/message", "/metrics", "/healthz", "/readyz"},
+			"https://bridge.example.com/prefix/mcp", "https://bridge.example.com/prefix", false},
+		{"public URL a proxy maps", httpapi.Options{PublicURL: "https://bridge.example.com/api"}, []string{"/sse", "/message", "/metrics", "/healthz", "/readyz"},
+			"https://bridge.example.com/api", "", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := tt.opts
+			o.Web, o.Context = true, t.Context()
+			e := newEnv(t, envOpts{http: o})
+			cfg := getPageConfig(t, e.client, e.srv.URL)
+			if len(cfg.Servers) != 1 {
+				t.Fatalf("config %+v", cfg)
+			}
+			s := cfg.Servers[0]
+			var paths []string
+			for _, ep := range s.Endpoints {
+				paths = append(paths, ep.Path)
+				if ep.Name == "" {
+					t.Errorf("endpoint %s has no name", ep.Path)
+				}
+			}
+			if strings.Join(paths, " ") != strings.Join(tt.paths, " ") || s.URL != tt.url || cfg.PublicBase != tt.base || s.Stateless != tt.stateless || s.Auth || cfg.Auth {
+				t.Errorf("config %+v\nwant endpoints %q, url %q, base %q, stateless %v", cfg, tt.paths, tt.url, tt.base, tt.stateless)
+			}
+		})
+	}
+	t.Run("auth", func(t *testing.T) {
+		f := newAuthFixture(t, httpapi.Options{Web: true, Context: t.Context()})
+		if cfg := getPageConfig(t, f.client, f.srv.URL); !cfg.Auth || len(cfg.Servers) != 1 || !cfg.Servers[0].Auth {
+			t.Errorf("config %+v", cfg)
+		}
+	})
+}

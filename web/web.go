@@ -1,9 +1,12 @@
 // Package web owns the bridge's web page: its static assets, embedded with
 // go:embed (one HTML page, one script, one style sheet; no build step, no
 // CDN), the handler that serves them, and the live feed the page watches
-// (Feed). The page is an operator's view of the bridge (its sessions and
-// children, updated live) and a console that is itself a browser MCP
-// client of the bridge's own endpoint.
+// (Feed), and the client configurations the page offers (ClientSnippets,
+// served at /ui/clients.json). The page is an operator's view of the
+// bridge (its command, sessions and children, updated live), the URLs and
+// configurations that connect a client to it, and a console that is
+// itself a browser MCP client of the bridge's own endpoint (tools,
+// prompts, resources).
 //
 // The package is a leaf: it knows nothing of sessions or authentication.
 // Whoever mounts it gives the feed a snapshot function and a view of it
@@ -23,6 +26,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"time"
 )
@@ -37,12 +41,31 @@ const (
 	AssetPrefix = "/ui/"
 	FeedPath    = "/ui/events"
 	configPath  = "/ui/config.json"
+	clientsPath = "/ui/clients.json"
 )
 
 // Server is one MCP endpoint the console can connect to.
 type Server struct {
 	Name string `json:"name"`
 	Path string `json:"path"` // absolute path of its Streamable HTTP endpoint, e.g. "/mcp"
+	// URL is the endpoint's full public URL (--public-url), when the
+	// bridge knows it. Empty: the page derives it from Page.PublicBase,
+	// or else from its own URL.
+	URL string `json:"url,omitempty"`
+	// Endpoints are its other URLs the page lists (legacy SSE, metrics,
+	// health), each with a copy button.
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
+	// Auth: the endpoint requires a bearer token, so the client
+	// configurations send one.
+	Auth bool `json:"auth"`
+	// Stateless: the endpoint has no sessions.
+	Stateless bool `json:"stateless,omitempty"`
+}
+
+// Endpoint is one URL of a server, by its absolute path.
+type Endpoint struct {
+	Name string `json:"name"` // what it is, e.g. "Legacy SSE (2024-11-05)"
+	Path string `json:"path"`
 }
 
 // Page configures what the page is told at load time (GET /ui/config.json).
@@ -55,6 +78,12 @@ type Page struct {
 	// the tab's sessionStorage (gone when the tab closes). False: the
 	// page asks only if a request is refused with 401.
 	Auth bool
+	// PublicBase is the URL clients reach the bridge at, without a
+	// trailing slash (https://bridge.example.com, or with the path
+	// prefix a proxy adds): the page shows every endpoint under it.
+	// Empty: the page shows them under its own URL, as the browser
+	// reached it.
+	PublicBase string
 }
 
 // asset is one embedded file, ready to serve.
@@ -113,14 +142,15 @@ func Handler(p Page) (http.Handler, error) {
 		return nil, fmt.Errorf("web: embedded assets: %w", err)
 	}
 	cfg, err := json.Marshal(struct {
-		Servers []Server `json:"servers"`
-		Auth    bool     `json:"auth"`
-	}{p.Servers, p.Auth})
+		Servers    []Server `json:"servers"`
+		Auth       bool     `json:"auth"`
+		PublicBase string   `json:"publicBase,omitempty"`
+	}{p.Servers, p.Auth, p.PublicBase})
 	if err != nil {
 		return nil, fmt.Errorf("web: page config: %w", err)
 	}
 	files[configPath] = newAsset(cfg, ".json")
-	return handler(files), nil
+	return handler{files: files, servers: p.Servers}, nil
 }
 
 func newAsset(b []byte, ext string) asset {
@@ -128,14 +158,17 @@ func newAsset(b []byte, ext string) asset {
 	return asset{body: b, ctype: contentTypes[ext], etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
 }
 
-type handler map[string]asset
+type handler struct {
+	files   map[string]asset
+	servers []Server
+}
 
 func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for k, v := range securityHeaders {
 		w.Header().Set(k, v)
 	}
-	a, ok := h[r.URL.Path]
-	if !ok {
+	a, ok := h.files[r.URL.Path]
+	if !ok && r.URL.Path != clientsPath {
 		http.NotFound(w, r)
 		return
 	}
@@ -144,10 +177,51 @@ func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 		return
 	}
+	if !ok {
+		h.clients(w, r)
+		return
+	}
 	w.Header().Set("Content-Type", a.ctype)
 	// Revalidate every time: the assets change with the binary, and a
 	// 304 costs one round trip.
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("ETag", a.etag)
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.body))
+}
+
+// clients serves GET /ui/clients.json?server=NAME&url=URL: the client
+// configurations (ClientSnippets) of the server NAME at URL, the MCP
+// endpoint's full URL as the page worked it out (it knows how the browser
+// reached the bridge; the bridge may not, behind a proxy). Like the page,
+// it holds no data: the URL comes from the request, the rest from the
+// page's configuration.
+func (h handler) clients(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	i := slices.IndexFunc(h.servers, func(s Server) bool { return s.Name == q.Get("server") })
+	if i < 0 {
+		http.Error(w, "no such server", http.StatusNotFound)
+		return
+	}
+	u := q.Get("url")
+	if len(u) > 2048 {
+		http.Error(w, "url: too long", http.StatusBadRequest)
+		return
+	}
+	if err := CheckClientURL(u); err != nil {
+		http.Error(w, "url: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	s := h.servers[i]
+	name := s.Name
+	if name == "default" {
+		name = "" // a bridge's one server: the snippets call it mcp-bridge
+	}
+	body, err := json.Marshal(ClientSnippets(ClientTarget{Name: name, URL: u, Auth: s.Auth, Stateless: s.Stateless}))
+	if err != nil {
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", contentTypes[".json"])
+	w.Header().Set("Cache-Control", "no-cache")
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
 }

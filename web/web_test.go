@@ -34,7 +34,7 @@ func TestAssets(t *testing.T) {
 		{"HEAD", "/", 200, "text/html; charset=utf-8", ""},
 		{"GET", "/ui/app.js", 200, "text/javascript; charset=utf-8", `fetch("ui/events"`},
 		{"GET", "/ui/style.css", 200, "text/css; charset=utf-8", ":root"},
-		{"GET", "/ui/config.json", 200, "application/json", `{"servers":[{"name":"default","path":"/api/mcp"}],"auth":true}`},
+		{"GET", "/ui/config.json", 200, "application/json", `{"servers":[{"name":"default","path":"/api/mcp","auth":false}],"auth":true}`},
 		{"GET", "/ui/index.html", 404, "", ""}, // served at / only
 		{"GET", "/ui/", 404, "", ""},
 		{"GET", "/ui/../go.mod", 404, "", ""},

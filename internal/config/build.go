@@ -146,7 +146,7 @@ func (c *Config) MountsOptions(ho httpapi.Options, log *slog.Logger) httpapi.Mou
 	}
 	if ho.Web {
 		// One page serves every server.
-		mo.Web = &httpapi.MountsWeb{Auth: ho.Auth, Admins: ho.Admins, Context: ho.Context, KeepAlive: ho.KeepAlive, WriteTimeout: ho.WriteTimeout}
+		mo.Web = &httpapi.MountsWeb{Auth: ho.Auth, Admins: ho.Admins, PublicURL: ho.PublicURL, Context: ho.Context, KeepAlive: ho.KeepAlive, WriteTimeout: ho.WriteTimeout}
 	}
 	return mo
 }

@@ -23,8 +23,14 @@ const state = {
   feed: null, // AbortController of the feed's request
   client: null, // the console's McpClient, while connected
   tool: null, // the tool whose form is shown
-  progressToken: null, // of the call under way
+  prompt: null, // the prompt whose form is shown
+  template: null, // the resource template whose form is shown
+  resourceShown: null, // the URI of the resource shown
+  subscriptions: new Set(), // URIs this session is subscribed to
+  call: null, // the tool call under way: {progressToken, ctl, id, cancelled}
   calls: 0,
+  snippets: [], // the client configurations of the server chosen
+  snippetID: null, // the one shown
 };
 
 // ---- helpers ------------------------------------------------------------
@@ -215,13 +221,29 @@ function tick() {
   }
 }
 
+// shellWord quotes an argument for display the way a POSIX shell reads
+// it; plain words stay as they are.
+function shellWord(a) {
+  return /^[A-Za-z0-9_@%+=:,.\/*-]+$/.test(a) ? a : "'" + a.replaceAll("'", "'\\''") + "'";
+}
+
+// commandLine shows a command (program and arguments, secrets already
+// masked by the bridge) as one line.
+function commandLine(argv) {
+  return el("code", { class: "command" }, (argv || []).map(shellWord).join(" "));
+}
+
 function renderSnapshot() {
   const snap = state.snapshot;
   const server = $("server");
   server.replaceChildren();
-  fact(server, "Command", snap.command);
-  fact(server, "Mode", snap.mode);
-  fact(server, "Endpoints", state.config.servers.map((s) => s.path).join(", "));
+  if (snap.servers && snap.servers.length) {
+    // Several servers (--config): each one's command and mode.
+    for (const s of snap.servers) fact(server, s.name, el("span", {}, commandLine(s.argv), el("span", { class: "hint" }, " · " + s.mode)));
+  } else {
+    fact(server, "Command", commandLine(snap.argv || [snap.command]));
+    fact(server, "Mode", snap.mode);
+  }
   fact(server, "Waiting children", String(snap.waitingChildren ?? 0));
 
   const mine = state.client && state.client.sid;
@@ -273,8 +295,6 @@ function renderSnapshot() {
   $("no-children").hidden = cards.length > 0;
 }
 
-// ---- console: an MCP client over Streamable HTTP ---------------------------
-
 class RpcError extends Error {
   constructor(err) {
     super(err.message + " (" + err.code + ")");
@@ -300,12 +320,14 @@ class McpClient {
   }
 
   // post sends one message and hands every message of the answer (one
-  // JSON body, or an SSE stream read as it arrives) to onMessage.
-  async post(msg, onMessage) {
+  // JSON body, or an SSE stream read as it arrives) to onMessage, until
+  // signal (if any) aborts it.
+  async post(msg, onMessage, signal) {
     const r = await fetch(this.url, {
       method: "POST",
       headers: this.headers({ "Content-Type": "application/json" }),
       body: JSON.stringify(msg),
+      signal,
     });
     if (r.status === 401 || r.status === 403) throw new AuthError("HTTP " + r.status);
     if (msg.method === "initialize" && r.ok) this.sid = r.headers.get("Mcp-Session-Id");
@@ -325,14 +347,21 @@ class McpClient {
   }
 
   // request sends a request and returns its result; notifications and
-  // server requests that come first go to the console.
-  async request(method, params) {
+  // server requests that come first go to the console. opts.signal
+  // aborts it (the caller sends notifications/cancelled first, with the
+  // id opts.onId was told).
+  async request(method, params, opts = {}) {
     const id = this.nextId++;
+    if (opts.onId) opts.onId(id);
     let response = null;
-    await this.post({ jsonrpc: "2.0", id, method, params }, (m) => {
-      if (m.id === id && ("result" in m || "error" in m)) response = m;
-      else this.dispatch(m);
-    });
+    await this.post(
+      { jsonrpc: "2.0", id, method, params },
+      (m) => {
+        if (m.id === id && ("result" in m || "error" in m)) response = m;
+        else this.dispatch(m);
+      },
+      opts.signal,
+    );
     if (!response) throw new Error("the stream ended without a response to " + method);
     if (response.error) throw new RpcError(response.error);
     return response.result;
@@ -428,7 +457,9 @@ function onServerMessage(m) {
       let text = p.progress + (p.total !== undefined ? "/" + p.total : "");
       if (p.message) text += " " + p.message;
       note("progress", text, m.method);
-      if (p.progressToken === state.progressToken) {
+      // The bar is for the call under way, and only once it reports
+      // progress: a call that reports none never shows it.
+      if (state.call && p.progressToken === state.call.progressToken) {
         const bar = $("progress");
         if (p.total !== undefined) {
           bar.max = p.total;
@@ -437,22 +468,37 @@ function onServerMessage(m) {
           bar.removeAttribute("value"); // indeterminate
         }
         $("progress-text").textContent = text;
+        $("progress-box").hidden = false;
       }
       break;
     }
     case "notifications/message":
       note("log " + (p.level || ""), (p.logger ? p.logger + ": " : "") + (typeof p.data === "string" ? p.data : JSON.stringify(p.data)), m.method);
       break;
+    case "notifications/resources/updated":
+      note("notification", p.uri || "", m.method);
+      // The resource shown changed: show it as it is now.
+      if (state.client && state.resourceShown === p.uri && state.subscriptions.has(p.uri)) readResource(p.uri);
+      break;
+    case "notifications/tools/list_changed":
+    case "notifications/prompts/list_changed":
+    case "notifications/resources/list_changed":
+      note("notification", "", m.method);
+      if (state.client) refreshList(m.method.split("/")[1]).catch((e) => note("error", e.message));
+      break;
     default:
       note(m.id !== undefined ? "request" : "notification", Object.keys(p).length ? JSON.stringify(p) : "", m.method);
   }
 }
 
+function consoleServer() {
+  return state.config.servers[$("server-select").selectedIndex] || state.config.servers[0];
+}
+
 function serverURL() {
-  const s = state.config.servers[$("server-select").selectedIndex] || state.config.servers[0];
   // Relative to the page, so a proxy that serves the bridge under a
-  // prefix keeps working.
-  return new URL(s.path.replace(/^\//, ""), document.baseURI).toString();
+  // prefix keeps working (and the page's CSP allows only its origin).
+  return new URL(consoleServer().path.replace(/^\//, ""), document.baseURI).toString();
 }
 
 function setConsoleStatus(text, kind) {
@@ -463,7 +509,7 @@ function setConsoleStatus(text, kind) {
 
 async function connect() {
   await disconnect();
-  const server = state.config.servers[$("server-select").selectedIndex] || state.config.servers[0];
+  const server = consoleServer();
   const client = new McpClient(serverURL(), onServerMessage);
   setConsoleStatus("connecting to " + server.name + "…");
   $("connect").disabled = true;
@@ -478,11 +524,22 @@ async function connect() {
     );
     $("disconnect").disabled = false;
     if (state.snapshot) renderSnapshot(); // mark this console's session
-    await listTools();
+    const caps = init.capabilities || {};
+    for (const kind of ["tools", "prompts", "resources"]) {
+      const tab = $("tab-" + kind);
+      tab.disabled = !caps[kind];
+      tab.title = caps[kind] ? "" : "the server offers no " + kind;
+      $(kind.replace(/s$/, "") + "-count").textContent = "";
+    }
+    $("features").hidden = false;
+    showTab(caps.tools || !(caps.prompts || caps.resources) ? "tools" : caps.prompts ? "prompts" : "resources");
+    // A list that fails says so and leaves the others.
+    await Promise.all(["tools", "prompts", "resources"].filter((k) => caps[k]).map((k) => refreshList(k).catch((e) => note("error", k + ": " + e.message))));
   } catch (e) {
+    if (state.client === client) state.client = null;
     await client.close();
-    state.client = null;
     $("connect").disabled = false;
+    $("disconnect").disabled = true;
     if (e instanceof AuthError) {
       refused("The bridge refused this token.");
       return;
@@ -494,9 +551,11 @@ async function connect() {
 async function disconnect() {
   const client = state.client;
   state.client = null;
-  state.tool = null;
-  $("tools-box").hidden = true;
-  $("tool-form").hidden = true;
+  state.tool = state.prompt = state.template = state.resourceShown = null;
+  state.subscriptions.clear();
+  if (state.call) state.call.ctl.abort();
+  $("features").hidden = true;
+  for (const id of ["tool-form", "result-box", "prompt-form", "prompt-result-box", "template-form", "resource-result-box"]) $(id).hidden = true;
   $("connect").disabled = false;
   $("disconnect").disabled = true;
   if (client) {
@@ -505,26 +564,57 @@ async function disconnect() {
   }
 }
 
-async function listTools() {
-  const tools = [];
+// showTab shows one of the console's tabs: tools, prompts, resources.
+function showTab(kind) {
+  for (const k of ["tools", "prompts", "resources"]) {
+    $("tab-" + k).setAttribute("aria-selected", String(k === kind));
+    $(k + "-box").hidden = k !== kind;
+  }
+}
+
+// listAll pages through a list method and returns every item of key.
+async function listAll(method, key) {
+  const items = [];
   let cursor;
   do {
-    const res = await state.client.request("tools/list", cursor ? { cursor } : {});
-    tools.push(...(res.tools || []));
+    const res = await state.client.request(method, cursor ? { cursor } : {});
+    items.push(...(res[key] || []));
     cursor = res.nextCursor;
   } while (cursor);
-  const list = $("tool-list");
+  return items;
+}
+
+// refreshList lists the server's tools, prompts or resources (and
+// resource templates) again.
+async function refreshList(kind) {
+  switch (kind) {
+    case "tools":
+      return listTools();
+    case "prompts":
+      return listPrompts();
+    case "resources":
+      return listResources();
+  }
+}
+
+// itemButtons renders items as buttons, each marked with data-ATTR =
+// idOf(item) (markSelected finds it so), labelled label(item).
+function itemButtons(list, items, attr, idOf, label, onClick) {
   list.replaceChildren(
-    ...tools.map((t) =>
-      el(
-        "li",
-        {},
-        el("button", { type: "button", class: "tool", title: t.description || "", dataset: { tool: t.name }, onclick: () => showTool(t) }, t.name),
-      ),
+    ...items.map((it) =>
+      el("li", {}, el("button", { type: "button", class: "tool", title: it.description || "", dataset: { [attr]: idOf(it) }, onclick: () => onClick(it) }, label(it))),
     ),
   );
+}
+
+function markSelected(list, attr, value) {
+  for (const b of list.querySelectorAll("button")) b.classList.toggle("selected", b.dataset[attr] === value);
+}
+
+async function listTools() {
+  const tools = await listAll("tools/list", "tools");
+  itemButtons($("tool-list"), tools, "tool", (t) => t.name, (t) => t.name, showTool);
   $("tool-count").textContent = "(" + tools.length + ")";
-  $("tools-box").hidden = false;
 }
 
 // schemaType is a property's type, ignoring "null" in a type list.
@@ -534,12 +624,24 @@ function schemaType(p) {
   return p.type;
 }
 
+// field is a labelled form field: label (with the name, a required mark
+// and a type), the input, and the description.
+function field(input, name, required, type, description) {
+  return el(
+    "div",
+    { class: "field" },
+    el("label", { htmlFor: input.id }, name, required ? el("span", { class: "required", title: "required" }, " *") : null, type ? el("span", { class: "type" }, " " + type) : null),
+    input,
+    description ? el("small", { class: "hint" }, description) : null,
+  );
+}
+
 // showTool renders a form from the tool's input schema: strings, numbers,
 // integers and booleans get inputs of their own, anything else a JSON
 // text area; required properties are marked and enforced.
 function showTool(tool) {
   state.tool = tool;
-  for (const b of document.querySelectorAll("#tool-list button")) b.classList.toggle("selected", b.dataset.tool === tool.name);
+  markSelected($("tool-list"), "tool", tool.name);
   $("tool-name").textContent = tool.title || tool.name;
   $("tool-description").textContent = tool.description || "";
   const schema = tool.inputSchema || {};
@@ -567,16 +669,9 @@ function showTool(tool) {
     input.name = name;
     input.dataset.kind = type === "string" || type === "number" || type === "integer" || type === "boolean" ? type : "json";
     if (required.has(name) && type !== "boolean") input.required = true;
-    return el(
-      "div",
-      { class: "field" },
-      el("label", { htmlFor: input.id }, name, required.has(name) ? el("span", { class: "required", title: "required" }, " *") : null, el("span", { class: "type" }, " " + type)),
-      input,
-      p.description ? el("small", { class: "hint" }, p.description) : null,
-    );
+    return field(input, name, required.has(name), type, p.description);
   });
   $("tool-fields").replaceChildren(...(fields.length ? fields : [el("p", { class: "hint" }, "No arguments.")]));
-  $("progress-box").hidden = true;
   $("tool-form").hidden = false;
 }
 
@@ -626,17 +721,20 @@ async function callTool() {
     return;
   }
   // The progress token asks the server for notifications/progress, which
-  // arrive on this call's own SSE response before its result.
-  const progressToken = "console-" + ++state.calls;
-  state.progressToken = progressToken;
+  // arrive on this call's own SSE response before its result; the bar
+  // shows when the first one does.
+  const call = { progressToken: "console-" + ++state.calls, ctl: new AbortController(), id: null, cancelled: false };
+  state.call = call;
   $("progress").removeAttribute("value");
   $("progress-text").textContent = "";
-  $("progress-box").hidden = false;
+  $("progress-box").hidden = true;
   $("call").disabled = true;
+  $("cancel").hidden = false;
   box.className = "";
   box.replaceChildren(el("p", { class: "hint" }, "calling " + tool.name + "…"));
+  const client = state.client;
   try {
-    const res = await state.client.request("tools/call", { name: tool.name, arguments: args, _meta: { progressToken } });
+    const res = await client.request("tools/call", { name: tool.name, arguments: args, _meta: { progressToken: call.progressToken } }, { signal: call.ctl.signal, onId: (id) => (call.id = id) });
     renderResult(tool.name, res);
   } catch (e) {
     if (e instanceof AuthError) {
@@ -644,10 +742,61 @@ async function callTool() {
       return;
     }
     box.className = "error";
-    box.replaceChildren(el("p", { class: "error" }, tool.name + " failed: " + e.message));
+    box.replaceChildren(el("p", { class: "error" }, call.cancelled ? tool.name + " cancelled" : tool.name + " failed: " + e.message));
   } finally {
+    // Whatever the end (a result, an error, a cancel), the call no
+    // longer runs: no progress to show.
+    if (state.call === call) state.call = null;
+    $("progress-box").hidden = true;
+    $("cancel").hidden = true;
     $("call").disabled = false;
-    if (state.progressToken === progressToken) state.progressToken = null;
+  }
+}
+
+// cancelCall cancels the call under way as MCP asks: a
+// notifications/cancelled naming its request, after which the console
+// stops waiting for the answer (the server may send none).
+function cancelCall() {
+  const call = state.call;
+  if (!call || call.cancelled) return;
+  call.cancelled = true;
+  const done = state.client && call.id !== null
+    ? state.client.notify("notifications/cancelled", { requestId: call.id, reason: "cancelled in the web console" }).catch((e) => note("error", "cancel: " + e.message))
+    : Promise.resolve();
+  done.finally(() => call.ctl.abort());
+}
+
+// resourceContents renders the contents of a resource: text as text, an
+// image or audio blob as one, any other blob by its size.
+function resourceContents(r) {
+  const label = (r.uri || "") + (r.mimeType ? " (" + r.mimeType + ")" : "");
+  if (typeof r.text === "string") return [el("p", { class: "hint" }, label), el("pre", { class: "content text" }, r.text)];
+  const blob = r.blob || "";
+  const size = Math.floor((blob.length * 3) / 4) - (blob.endsWith("==") ? 2 : blob.endsWith("=") ? 1 : 0);
+  const out = [el("p", { class: "hint" }, label + ": " + size + " bytes")];
+  const mime = r.mimeType || "";
+  if (/^image\/(png|jpeg|gif|webp|bmp)$/.test(mime)) out.push(el("img", { class: "content blob", alt: "image " + (r.uri || ""), src: "data:" + mime + ";base64," + blob }));
+  else if (mime.startsWith("audio/")) out.push(el("audio", { class: "content blob", controls: true, src: "data:" + mime + ";base64," + blob }));
+  else out.push(el("pre", { class: "content blob" }, blob.length > 240 ? blob.slice(0, 240) + "…" : blob));
+  return out;
+}
+
+// contentBlock renders one content block of a tool result or a prompt
+// message.
+function contentBlock(c) {
+  switch (c.type) {
+    case "text":
+      return [el("pre", { class: "content text" }, c.text)];
+    case "image":
+      return [el("img", { class: "content", alt: "image " + c.mimeType, src: "data:" + c.mimeType + ";base64," + c.data })];
+    case "audio":
+      return [el("audio", { class: "content", controls: true, src: "data:" + c.mimeType + ";base64," + c.data })];
+    case "resource":
+      return resourceContents(c.resource || {});
+    case "resource_link":
+      return [el("pre", { class: "content resource" }, "link: " + c.uri + (c.name ? " (" + c.name + ")" : ""))];
+    default:
+      return [el("pre", { class: "content" }, JSON.stringify(c, null, 2))];
   }
 }
 
@@ -655,33 +804,285 @@ function renderResult(name, res) {
   const box = $("result");
   box.className = res.isError ? "error" : "ok";
   const parts = [el("p", { class: "hint" }, name + (res.isError ? " returned an error" : " returned"))];
-  for (const c of res.content || []) {
-    switch (c.type) {
-      case "text":
-        parts.push(el("pre", { class: "content text" }, c.text));
-        break;
-      case "image":
-        parts.push(el("img", { class: "content", alt: "image " + c.mimeType, src: "data:" + c.mimeType + ";base64," + c.data }));
-        break;
-      case "audio":
-        parts.push(el("audio", { class: "content", controls: true, src: "data:" + c.mimeType + ";base64," + c.data }));
-        break;
-      case "resource": {
-        const r = c.resource || {};
-        parts.push(el("pre", { class: "content resource" }, r.uri + (r.mimeType ? " (" + r.mimeType + ")" : "") + "\n" + (r.text ?? "[" + (r.blob || "").length + " bytes of base64]")));
-        break;
-      }
-      case "resource_link":
-        parts.push(el("pre", { class: "content resource" }, "link: " + c.uri + (c.name ? " (" + c.name + ")" : "")));
-        break;
-      default:
-        parts.push(el("pre", { class: "content" }, JSON.stringify(c, null, 2)));
-    }
-  }
+  for (const c of res.content || []) parts.push(...contentBlock(c));
   if (res.structuredContent !== undefined) {
     parts.push(el("p", { class: "hint" }, "structured content"), el("pre", { class: "content structured" }, JSON.stringify(res.structuredContent, null, 2)));
   }
   box.replaceChildren(...parts);
+}
+
+// ---- console: prompts ------------------------------------------------------
+
+async function listPrompts() {
+  const prompts = await listAll("prompts/list", "prompts");
+  itemButtons($("prompt-list"), prompts, "prompt", (p) => p.name, (p) => p.title || p.name, showPrompt);
+  $("prompt-count").textContent = "(" + prompts.length + ")";
+  $("no-prompts").hidden = prompts.length > 0;
+}
+
+function showPrompt(prompt) {
+  state.prompt = prompt;
+  markSelected($("prompt-list"), "prompt", prompt.name);
+  $("prompt-name").textContent = prompt.title || prompt.name;
+  $("prompt-description").textContent = prompt.description || "";
+  const fields = (prompt.arguments || []).map((a) => {
+    const input = el("input", { type: "text", id: "prompt-arg-" + a.name, name: a.name, spellcheck: false, required: !!a.required });
+    return field(input, a.title || a.name, a.required, null, a.description);
+  });
+  $("prompt-fields").replaceChildren(...(fields.length ? fields : [el("p", { class: "hint" }, "No arguments.")]));
+  $("prompt-form").hidden = false;
+}
+
+async function getPrompt() {
+  const prompt = state.prompt;
+  const args = {};
+  for (const input of $("prompt-fields").querySelectorAll("input")) {
+    if (input.value !== "" || input.required) args[input.name] = input.value;
+  }
+  const box = $("prompt-result");
+  $("prompt-result-box").hidden = false;
+  box.className = "";
+  box.replaceChildren(el("p", { class: "hint" }, "getting " + prompt.name + "…"));
+  try {
+    const res = await state.client.request("prompts/get", { name: prompt.name, arguments: args });
+    const parts = [el("p", { class: "hint" }, prompt.name + (res.description ? ": " + res.description : ""))];
+    for (const m of res.messages || []) {
+      parts.push(el("div", { class: "message" }, el("span", { class: "role" }, m.role), ...contentBlock(m.content || {})));
+    }
+    box.className = "ok";
+    box.replaceChildren(...parts);
+  } catch (e) {
+    if (e instanceof AuthError) return refused("The bridge refused this token.");
+    box.className = "error";
+    box.replaceChildren(el("p", { class: "error" }, prompt.name + " failed: " + e.message));
+  }
+}
+
+// ---- console: resources ----------------------------------------------------
+
+async function listResources() {
+  const [resources, templates] = await Promise.all([
+    listAll("resources/list", "resources"),
+    listAll("resources/templates/list", "resourceTemplates").catch(() => []),
+  ]);
+  itemButtons($("resource-list"), resources, "uri", (r) => r.uri, (r) => r.title || r.name || r.uri, (r) => {
+    // A listed resource, not a template's: the template's form goes.
+    state.template = null;
+    markSelected($("template-list"), "uriTemplate", null);
+    $("template-form").hidden = true;
+    readResource(r.uri);
+  });
+  itemButtons($("template-list"), templates, "uriTemplate", (t) => t.uriTemplate, (t) => t.title || t.name || t.uriTemplate, showTemplate);
+  $("resource-count").textContent = "(" + (resources.length + templates.length) + ")";
+  $("no-resources").hidden = resources.length > 0;
+  $("no-templates").hidden = templates.length > 0;
+}
+
+// templateVariables are the names in a URI template (RFC 6570).
+function templateVariables(t) {
+  const names = [];
+  for (const m of t.matchAll(/\{([+#./;?&]?)([^}]+)\}/g)) {
+    for (const v of m[2].split(",")) names.push(v.replace(/[:*].*$/, ""));
+  }
+  return [...new Set(names)];
+}
+
+// expandTemplate expands a URI template (RFC 6570 levels 1 to 3: simple,
+// reserved and fragment expansion, labels, path segments, parameters and
+// queries) with the form's values; an empty value is left out.
+function expandTemplate(t, values) {
+  const ops = {
+    "": { first: "", sep: ",", named: false, reserved: false },
+    "+": { first: "", sep: ",", named: false, reserved: true },
+    "#": { first: "#", sep: ",", named: false, reserved: true },
+    ".": { first: ".", sep: ".", named: false, reserved: false },
+    "/": { first: "/", sep: "/", named: false, reserved: false },
+    ";": { first: ";", sep: ";", named: true, reserved: false },
+    "?": { first: "?", sep: "&", named: true, reserved: false },
+    "&": { first: "&", sep: "&", named: true, reserved: false },
+  };
+  return t.replace(/\{([+#./;?&]?)([^}]+)\}/g, (_, op, list) => {
+    const o = ops[op];
+    const parts = [];
+    for (const spec of list.split(",")) {
+      const name = spec.replace(/[:*].*$/, "");
+      const v = values[name];
+      if (v === undefined || v === "") continue;
+      const enc = o.reserved ? encodeURI(v) : encodeURIComponent(v);
+      parts.push(o.named ? name + "=" + enc : enc);
+    }
+    return parts.length ? o.first + parts.join(o.sep) : "";
+  });
+}
+
+function showTemplate(t) {
+  state.template = t;
+  markSelected($("template-list"), "uriTemplate", t.uriTemplate);
+  markSelected($("resource-list"), "uri", null);
+  $("template-name").textContent = (t.title || t.name) + " · " + t.uriTemplate;
+  $("template-description").textContent = t.description || "";
+  const fields = templateVariables(t.uriTemplate).map((v) => field(el("input", { type: "text", id: "template-var-" + v, name: v, spellcheck: false }), v, false, null, null));
+  $("template-fields").replaceChildren(...fields);
+  $("template-form").hidden = false;
+}
+
+function readTemplate() {
+  const values = {};
+  for (const input of $("template-fields").querySelectorAll("input")) values[input.name] = input.value;
+  return readResource(expandTemplate(state.template.uriTemplate, values));
+}
+
+// readResource reads uri and shows its contents, with a subscribe
+// button when the server takes subscriptions.
+async function readResource(uri) {
+  state.resourceShown = uri;
+  if (!state.template) markSelected($("resource-list"), "uri", uri);
+  $("resource-result-box").hidden = false;
+  $("resource-uri").textContent = uri;
+  const caps = (state.client && state.client.init.capabilities) || {};
+  const sub = $("subscribe");
+  sub.hidden = !(caps.resources && caps.resources.subscribe);
+  renderSubscribe(uri);
+  const box = $("resource-result");
+  box.className = "";
+  box.replaceChildren(el("p", { class: "hint" }, "reading " + uri + "…"));
+  try {
+    const res = await state.client.request("resources/read", { uri });
+    if (state.resourceShown !== uri) return; // another one was asked for since
+    const parts = [];
+    for (const c of res.contents || []) parts.push(...resourceContents(c));
+    box.className = "ok";
+    box.replaceChildren(...(parts.length ? parts : [el("p", { class: "hint" }, "(no contents)")]));
+  } catch (e) {
+    if (e instanceof AuthError) return refused("The bridge refused this token.");
+    box.className = "error";
+    box.replaceChildren(el("p", { class: "error" }, "reading " + uri + " failed: " + e.message));
+  }
+}
+
+function renderSubscribe(uri) {
+  const on = state.subscriptions.has(uri);
+  const sub = $("subscribe");
+  sub.textContent = on ? "Unsubscribe" : "Subscribe";
+  sub.setAttribute("aria-pressed", String(on));
+}
+
+// toggleSubscription subscribes to the resource shown, or unsubscribes;
+// its updates arrive on the session's GET stream.
+async function toggleSubscription() {
+  const uri = state.resourceShown;
+  const on = state.subscriptions.has(uri);
+  const sub = $("subscribe");
+  sub.disabled = true;
+  try {
+    await state.client.request(on ? "resources/unsubscribe" : "resources/subscribe", { uri });
+    if (on) state.subscriptions.delete(uri);
+    else state.subscriptions.add(uri);
+    note("subscription", (on ? "unsubscribed from " : "subscribed to ") + uri);
+  } catch (e) {
+    if (e instanceof AuthError) return refused("The bridge refused this token.");
+    note("error", (on ? "unsubscribe " : "subscribe ") + uri + ": " + e.message);
+  } finally {
+    sub.disabled = false;
+    if (state.resourceShown === uri) renderSubscribe(uri);
+  }
+}
+
+// ---- connect a client --------------------------------------------------------
+
+// publicURL is the full URL of an absolute path of the bridge, as clients
+// reach it: under --public-url when the bridge has one, else under the
+// page's own URL (which keeps a proxy's path prefix).
+function publicURL(path) {
+  if (state.config.publicBase) return state.config.publicBase + path;
+  return new URL(path.replace(/^\//, ""), document.baseURI).href;
+}
+
+function clientServer() {
+  return state.config.servers[$("client-server").selectedIndex] || state.config.servers[0];
+}
+
+// copyText copies text to the clipboard, and says on the button whether
+// it could. Without the clipboard API (a page on plain http off
+// loopback), it copies a selection of a hidden text area.
+async function copyText(text, button) {
+  let ok = false;
+  try {
+    if (navigator.clipboard && window.isSecureContext) {
+      await navigator.clipboard.writeText(text);
+      ok = true;
+    }
+  } catch (e) {
+    ok = false;
+  }
+  if (!ok) {
+    const ta = el("textarea", { class: "offscreen", readOnly: true, value: text });
+    document.body.append(ta);
+    ta.select();
+    try {
+      ok = document.execCommand("copy");
+    } catch (e) {
+      ok = false;
+    }
+    ta.remove();
+  }
+  const label = button.textContent;
+  button.textContent = ok ? "Copied" : "Copy failed: select and copy";
+  setTimeout(() => (button.textContent = label), 1500);
+}
+
+function copyButton(text, what) {
+  return el("button", { type: "button", class: "copy", "aria-label": "Copy " + what, onclick: (e) => copyText(text, e.currentTarget) }, "Copy");
+}
+
+// renderClients fills the "Connect a client" panel for the chosen
+// server: its endpoints as full URLs, and the client configurations,
+// which the bridge renders for the URL (GET ui/clients.json) so that the
+// page and the README show the same text.
+async function renderClients() {
+  const s = clientServer();
+  if (!s) {
+    $("endpoints").replaceChildren();
+    $("clients-error").textContent = "no server is configured";
+    return;
+  }
+  const mcp = s.url || publicURL(s.path);
+  const endpoints = [{ name: "MCP endpoint (Streamable HTTP)", url: mcp }, ...(s.endpoints || []).map((e) => ({ name: e.name, url: publicURL(e.path) }))];
+  $("endpoints").replaceChildren(
+    ...endpoints.map((e) =>
+      el("li", {}, el("span", { class: "name" }, e.name), el("span", { class: "url-row" }, el("code", { class: "url" }, e.url), copyButton(e.url, e.name + " URL"))),
+    ),
+  );
+  $("token-hint").hidden = !s.auth;
+  $("clients-error").textContent = "";
+  try {
+    const r = await fetch("ui/clients.json?" + new URLSearchParams({ server: s.name, url: mcp }), { cache: "no-store" });
+    if (!r.ok) throw new Error("HTTP " + r.status + ": " + (await r.text()).trim());
+    const snippets = await r.json();
+    if (clientServer() !== s) return; // another server was chosen since
+    state.snippets = snippets;
+    $("client-tabs").replaceChildren(
+      ...snippets.map((sn, i) =>
+        el("button", { type: "button", role: "tab", id: "client-tab-" + sn.id, "aria-controls": "client-pane", "aria-selected": "false", dataset: { snippet: sn.id }, onclick: () => showSnippet(i) }, sn.title),
+      ),
+    );
+    showSnippet(Math.max(0, snippets.findIndex((sn) => sn.id === state.snippetID)));
+  } catch (e) {
+    $("clients-error").textContent = "cannot load the client configurations: " + e.message;
+  }
+}
+
+function showSnippet(i) {
+  const sn = state.snippets[i];
+  if (!sn) return;
+  state.snippetID = sn.id;
+  for (const b of $("client-tabs").children) b.setAttribute("aria-selected", String(b.dataset.snippet === sn.id));
+  $("client-pane").setAttribute("aria-labelledby", "client-tab-" + sn.id);
+  $("client-where").textContent = sn.where;
+  $("client-text").textContent = sn.text;
+  $("client-text").dataset.snippet = sn.id;
+  $("client-note").textContent = sn.note;
+  $("client-pane").hidden = false;
 }
 
 // ---- start -------------------------------------------------------------------
@@ -704,11 +1105,38 @@ async function main() {
     connect();
   });
   $("disconnect").addEventListener("click", () => disconnect());
+  for (const kind of ["tools", "prompts", "resources"]) $("tab-" + kind).addEventListener("click", () => showTab(kind));
   $("tool-form").addEventListener("submit", (e) => {
     e.preventDefault();
     callTool();
   });
+  $("cancel").addEventListener("click", () => cancelCall());
+  $("prompt-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    getPrompt();
+  });
+  $("template-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    readTemplate();
+  });
+  $("subscribe").addEventListener("click", () => toggleSubscription());
   $("clear-notifications").addEventListener("click", () => $("notifications").replaceChildren());
+  // Tabs: the arrow keys move between the tabs of a list, as ARIA's tab
+  // pattern has it.
+  for (const list of document.querySelectorAll('[role="tablist"]')) {
+    list.addEventListener("keydown", (e) => {
+      if (e.key !== "ArrowLeft" && e.key !== "ArrowRight") return;
+      const tabs = [...list.querySelectorAll('[role="tab"]:not(:disabled)')];
+      const i = tabs.indexOf(document.activeElement);
+      if (i < 0) return;
+      const next = tabs[(i + (e.key === "ArrowRight" ? 1 : tabs.length - 1)) % tabs.length];
+      next.focus();
+      next.click();
+      e.preventDefault();
+    });
+  }
+  $("client-server").addEventListener("change", () => renderClients());
+  $("copy-snippet").addEventListener("click", (e) => copyText($("client-text").textContent, e.currentTarget));
   // End the console's session when the page goes away; keepalive lets the
   // DELETE outlive the page.
   window.addEventListener("pagehide", () => {
@@ -724,7 +1152,11 @@ async function main() {
     setFeedStatus("cannot load the page's configuration: " + e.message, "error");
     return;
   }
-  $("server-select").replaceChildren(...state.config.servers.map((s) => el("option", {}, s.name + " (" + s.path + ")")));
+  const options = () => state.config.servers.map((s) => el("option", {}, s.name + " (" + s.path + ")"));
+  $("server-select").replaceChildren(...options());
+  $("client-server").replaceChildren(...options());
+  $("client-server-row").hidden = state.config.servers.length < 2;
+  renderClients();
   if (state.config.auth && !token()) askToken("");
   else start();
 }
