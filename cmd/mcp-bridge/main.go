@@ -143,7 +143,9 @@ func serveCommand(ctx context.Context, cfg *config.Config, environ []string, hop
 		log.Error("http", "err", err)
 		return 1
 	}
-	return serve(ctx, cfg.Serving(), log, h, b, hopts.Path, "command", strings.Join(command, " "))
+	// Arguments may carry secrets (--api-key=...): the log shows them as
+	// the web page does, masked.
+	return serve(ctx, cfg.Serving(), log, h, b, hopts.Path, "command", strings.Join(bridge.RedactArgv(command), " "))
 }
 
 // serveServers serves the servers of the --config file (servers.go): the

@@ -327,3 +327,21 @@ func TestFlagErrorsShowNoValue(t *testing.T) {
 		}
 	})
 }
+
+// TestStartupLogMasksSecrets: the startup line that names the server's
+// command shows a secret-looking argument masked, as the web page does;
+// the secret is nowhere in the log.
+func TestStartupLogMasksSecrets(t *testing.T) {
+	badchild := testpeers.BuildGo(t, "./testdata/badchild")
+	const secret = "sEcReT_t0k3n_0123456789abcdef"
+	p := startBridge(t, nil, "--", badchild, "-banner", "--", "--api-key="+secret) // badchild ignores what follows its own --
+	openSession(t, p.URL).intTool("pid")
+	p.stop()
+	log := p.Stderr()
+	if strings.Contains(log, secret) {
+		t.Errorf("the log shows the secret argument:\n%s", log)
+	}
+	if !strings.Contains(log, "--api-key=") {
+		t.Errorf("the log does not name the masked argument:\n%s", log)
+	}
+}
