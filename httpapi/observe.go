@@ -31,8 +31,9 @@ import (
 type record struct {
 	now   func() time.Time
 	start time.Time
-	calls []callRecord // one per message, in the POST's order
-	left  int          // requests still without a response
+	calls []callRecord  // one per message, in the POST's order
+	one   [1]callRecord // calls of a POST of one message, without an allocation
+	left  int           // requests still without a response
 	batch bool
 	// status is the HTTP status of the POST, for the metrics: set by the
 	// observing middleware before it finishes the record; 400 and over
@@ -54,13 +55,16 @@ type callRecord struct {
 	kind   bridge.MsgKind
 	method string
 	id     []byte
+	msg    *bridge.Message
 	// tool and args: the tool a tools/call names and its arguments, as
-	// sent, read once for the policy and the audit log.
-	tool    string
-	args    json.RawMessage
-	outcome outcome
-	code    int       // the error's code, for outcomeError and outcomeDenied
-	at      time.Time // when the response went out, or the call was denied
+	// sent, read on first use (toolCall): only the policy and the audit
+	// log need them.
+	tool     string
+	args     json.RawMessage
+	toolRead bool
+	outcome  outcome
+	code     int       // the error's code, for outcomeError and outcomeDenied
+	at       time.Time // when the response went out, or the call was denied
 }
 
 type outcome uint8
@@ -88,20 +92,31 @@ func recordOf(r *http.Request) *record {
 // parsed records the POST's messages: requests wait for their response;
 // notifications and responses need only counting.
 func (rec *record) parsed(msgs []bridge.Message, batch bool) {
-	rec.calls = make([]callRecord, len(msgs))
+	if len(msgs) == 1 {
+		rec.calls = rec.one[:]
+	} else {
+		rec.calls = make([]callRecord, len(msgs))
+	}
 	rec.batch = batch
 	for i := range msgs {
 		m := &msgs[i]
 		c := &rec.calls[i]
-		c.kind, c.method = m.Kind, m.Method
+		c.kind, c.method, c.msg = m.Kind, m.Method, m
 		if m.Kind == bridge.Request {
 			c.id = m.ID()
 			rec.left++
 		}
-		if m.Method == methodToolsCall {
-			c.tool, c.args = toolOf(m)
-		}
 	}
+}
+
+// toolCall is the tool a tools/call names and its arguments, read from
+// its bytes once; "" and nil for any other message.
+func (c *callRecord) toolCall() (string, json.RawMessage) {
+	if !c.toolRead && c.method == methodToolsCall {
+		c.tool, c.args = toolOf(c.msg)
+	}
+	c.toolRead = true
+	return c.tool, c.args
 }
 
 // toolOf reads the tool a tools/call names, and its arguments, from the
@@ -156,7 +171,11 @@ func (rec *record) denied(f *auth.ToolFilter) int {
 		return -1
 	}
 	for i := range rec.calls {
-		if c := &rec.calls[i]; c.kind == bridge.Request && c.method == methodToolsCall && !f.Allowed(c.tool) {
+		c := &rec.calls[i]
+		if c.kind != bridge.Request || c.method != methodToolsCall {
+			continue
+		}
+		if tool, _ := c.toolCall(); !f.Allowed(tool) {
 			return i
 		}
 	}

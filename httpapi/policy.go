@@ -67,8 +67,9 @@ func (a *auditLog) observe(rec *record) {
 		if c.kind != bridge.Request {
 			continue
 		}
+		tool, args := c.toolCall()
 		e := auditEntry{Principal: rec.principal.String(), Issuer: rec.principal.Issuer, Session: rec.session,
-			Method: c.method, Tool: c.tool, ErrorCode: c.code}
+			Method: c.method, Tool: tool, ErrorCode: c.code}
 		at := c.at
 		switch c.outcome {
 		case answeredOK:
@@ -83,7 +84,7 @@ func (a *auditLog) observe(rec *record) {
 		e.Time = at.UTC().Format(time.RFC3339Nano)
 		e.DurationMS = float64(at.Sub(rec.start).Microseconds()) / 1000
 		if a.args {
-			e.Arguments = c.args
+			e.Arguments = args
 		}
 		a.write(e)
 	}

@@ -170,7 +170,7 @@ func (h *mcpHandler) admit(r *http.Request, p *post, sess *bridge.Session) (refu
 	if i < 0 {
 		return nil, nil
 	}
-	name := p.rec.calls[i].tool
+	name, _ := p.rec.calls[i].toolCall()
 	h.log.Info("tools/call refused by the tool policy", "tool", name)
 	msg := "tool " + quote(name) + " is not allowed for this principal (tool policy)"
 	p.rec.deny(i)

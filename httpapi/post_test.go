@@ -129,8 +129,10 @@ func TestParse(t *testing.T) {
 				t.Fatal(err)
 			}
 			var calls []string
-			for _, c := range p.rec.calls {
-				calls = append(calls, fmt.Sprintf("%d %s %s %s %s", c.kind, c.method, c.id, c.tool, c.args))
+			for i := range p.rec.calls {
+				c := &p.rec.calls[i]
+				tool, args := c.toolCall()
+				calls = append(calls, fmt.Sprintf("%d %s %s %s %s", c.kind, c.method, c.id, tool, args))
 			}
 			got := want{init: p.init, batch: p.batch, probe: p.probe, session: p.session, version: p.version,
 				takes: p.takes, json: p.jsonOnly, calls: calls}
