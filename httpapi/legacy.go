@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -282,31 +283,31 @@ func (l *legacy) get(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	log.Info("legacy SSE stream opened", "principal", p.String())
+	c.write(sw, l.h.opts.KeepAlive, log)
+	return nil
+}
 
-	keepAlive := time.NewTicker(l.h.opts.KeepAlive)
+// write is the one writer of the conn's SSE stream: it writes what the
+// pumps hand over, and keep-alives, until the client leaves, a write
+// fails, no initialize comes in time, or the session has ended and its
+// streams are drained.
+func (c *legacyConn) write(sw *sseWriter, keepAliveEvery time.Duration, log *slog.Logger) {
+	keepAlive := time.NewTicker(keepAliveEvery)
 	defer keepAlive.Stop()
 	noSession := time.NewTimer(legacyInitTimeout)
 	defer noSession.Stop()
+	ended := c.ended
 	var drained chan struct{} // closed once the pumps are done, after the session ended
 	batch := make([][]byte, 0, 16)
 	for {
 		select {
 		case m := <-c.out:
 			// Take what else is ready too, for one write and one flush.
-			batch = append(batch[:0], m)
-		more:
-			for len(batch) < cap(batch) {
-				select {
-				case m := <-c.out:
-					batch = append(batch, m)
-				default:
-					break more
-				}
-			}
+			batch = c.more(append(batch[:0], m))
 			for _, m := range batch {
 				if err := sw.message("", m); err != nil {
 					log.Debug("legacy SSE write failed; closing the stream", "err", err)
-					return nil
+					return
 				}
 			}
 			clear(batch)
@@ -315,7 +316,7 @@ func (l *legacy) get(w http.ResponseWriter, r *http.Request) error {
 		case <-noSession.C:
 			if c.session() == nil {
 				log.Info("no initialize on the legacy SSE stream; closing it", "after", legacyInitTimeout)
-				return nil
+				return
 			}
 			continue
 		case <-ended:
@@ -329,15 +330,29 @@ func (l *legacy) get(w http.ResponseWriter, r *http.Request) error {
 			go func() { c.pumps.Wait(); close(drained) }()
 			continue
 		case <-drained:
-			return nil // the pumps handed everything over: out is unbuffered
-		case <-ctx.Done():
-			return nil
+			return // the pumps handed everything over: out is unbuffered
+		case <-c.ctx.Done():
+			return
 		}
 		if err := sw.flush(); err != nil {
 			log.Debug("legacy SSE write failed; closing the stream", "err", err)
-			return nil
+			return
 		}
 	}
+}
+
+// more appends to batch what else the pumps have ready, up to its
+// capacity, without waiting.
+func (c *legacyConn) more(batch [][]byte) [][]byte {
+	for len(batch) < cap(batch) {
+		select {
+		case m := <-c.out:
+			batch = append(batch, m)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // post serves POST MessagePath?sessionId=<id>: 202, and the answers go on
