@@ -23,7 +23,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, st, err := br.Initialize(context.Background(), "", msgs[0], false)
+	s, st, err := br.Initialize(context.Background(), bridge.InitRequest{Message: msgs[0]})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -43,11 +43,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 }
 
 func take(b *testing.B, st *bridge.Stream) {
-	var out [][]byte
-	for final := false; !final; {
-		if err := st.Wait(context.Background(), nil); err != nil {
-			b.Fatal(err)
-		}
-		out, final = st.Take(out[:0])
+	if _, err := st.Collect(context.Background(), nil); err != nil {
+		b.Fatal(err)
 	}
 }

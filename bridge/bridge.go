@@ -260,22 +260,31 @@ type Owner struct {
 	Name string
 }
 
-// Initialize creates a session and its child, and sends the client's
-// initialize request to it. The session belongs to owner (the
-// authenticated principal's key; "" without authentication), which is
-// also the name Snapshot shows: only Session with the same owner finds
-// it. The returned Stream carries the InitializeResult; jsonOnly as in
-// Session.Send. ctx is the client's request: a wait for a process slot
-// or for a shared child's initialization ends when it does.
-func (b *Bridge) Initialize(ctx context.Context, owner string, msg Message, jsonOnly bool) (*Session, *Stream, error) {
-	return b.InitializeAs(ctx, Owner{Key: owner, Name: owner}, nil, msg, jsonOnly)
+// InitRequest is what starts a session: the client's initialize request
+// and who sends it.
+type InitRequest struct {
+	// Message is the client's initialize request.
+	Message Message
+	// Owner is the principal the session belongs to: only Session with
+	// the same key finds it. The zero Owner is the anonymous principal of
+	// a bridge without authentication.
+	Owner Owner
+	// Env is added to the environment of the owner's child ("K=V", from
+	// the owner's allow-listed claims): in per-identity mode the owner's
+	// child is started with it, in per-session mode each of the owner's
+	// children is. Only what is listed here reaches a child.
+	Env []string
+	// JSONOnly as in Session.Send: the client takes the InitializeResult
+	// as one JSON body.
+	JSONOnly bool
 }
 
-// InitializeAs is Initialize for an owner with a name of its own, whose
-// child gets env added to its environment ("K=V"; from the owner's
-// allow-listed claims). In per-identity mode the owner's child is started
-// with it; in per-session mode each of the owner's children is.
-func (b *Bridge) InitializeAs(ctx context.Context, owner Owner, env []string, msg Message, jsonOnly bool) (*Session, *Stream, error) {
+// Initialize creates a session and its child, and sends the client's
+// initialize request to it. The returned Stream carries the
+// InitializeResult. ctx is the client's request: a wait for a process slot
+// or for a shared child's initialization ends when it does.
+func (b *Bridge) Initialize(ctx context.Context, req InitRequest) (*Session, *Stream, error) {
+	msg, owner, env, jsonOnly := req.Message, req.Owner, req.Env, req.JSONOnly
 	if msg.Kind != Request || msg.Method != MethodInitialize {
 		return nil, nil, invalid(CodeInvalidRequest, "Invalid Request: a session starts with an initialize request", msg.ID())
 	}

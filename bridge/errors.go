@@ -78,7 +78,7 @@ var (
 	ErrTooManySessions = &Error{Kind: KindUnavailable, Code: CodeInternalError, Message: "too many sessions"}
 	ErrClosing         = &Error{Kind: KindUnavailable, Code: CodeBridgeClosing, Message: "the bridge is shutting down"}
 	// ErrStreamBehind: the stream's client fell too far behind and its
-	// connection is being dropped (Stream.Next).
+	// connection is being dropped (Stream.Serve).
 	ErrStreamBehind = &Error{Kind: KindUnavailable, Code: CodeInternalError, Message: "the client fell too far behind on the stream"}
 )
 

@@ -42,7 +42,7 @@ func logBridge(t *testing.T, cfg Config) *Bridge {
 }
 
 // logSession initializes a session at version. The InitializeResult is
-// taken with Take, which logs nothing, so the session's log starts empty
+// taken with take, which logs nothing, so the session's log starts empty
 // and the tests count only their own events.
 func logSession(t *testing.T, b *Bridge, version string) *Session {
 	t.Helper()
@@ -50,15 +50,15 @@ func logSession(t *testing.T, b *Bridge, version string) *Session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, st, err := b.Initialize(t.Context(), "", msgs[0], false)
+	s, st, err := b.Initialize(t.Context(), InitRequest{Message: msgs[0]})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for final := false; !final; {
-		if err := st.Wait(t.Context(), nil); err != nil {
+		if err := st.wait(t.Context(), nil); err != nil {
 			t.Fatal(err)
 		}
-		_, final = st.Take(nil)
+		_, final = st.take(nil)
 	}
 	if s.Version() != version {
 		t.Fatalf("negotiated %q, want %q", s.Version(), version)
@@ -90,7 +90,7 @@ func push(st *Stream, msgs ...string) {
 func emit(t *testing.T, st *Stream, msg string) Event {
 	t.Helper()
 	push(st, msg)
-	evs, _, err := st.Next(nil)
+	evs, _, err := st.next(nil)
 	if err != nil || len(evs) != 1 {
 		t.Fatalf("Next: %v, %d events", err, len(evs))
 	}
@@ -159,17 +159,17 @@ func TestEventLogIDs(t *testing.T) {
 	if a.ID() == g.ID() || a.ID() == o.ID() || g.ID() == o.ID() {
 		t.Fatalf("stream ids %d %d %d: want unique across the bridge", a.ID(), g.ID(), o.ID())
 	}
-	if got, want := a.PrimeID(), fmt.Sprintf("%d_0", a.ID()); got != want {
+	if got, want := a.primeID(), fmt.Sprintf("%d_0", a.ID()); got != want {
 		t.Fatalf("fresh stream's priming id %q, want %q", got, want)
 	}
-	if !a.Primes() || !g.Primes() || o.Primes() {
-		t.Fatalf("Primes: 2025-11-25 POST %v, GET %v, 2025-06-18 %v; want true, true, false", a.Primes(), g.Primes(), o.Primes())
+	if !a.primes() || !g.primes() || o.primes() {
+		t.Fatalf("Primes: 2025-11-25 POST %v, GET %v, 2025-06-18 %v; want true, true, false", a.primes(), g.primes(), o.primes())
 	}
 	s.up.mu.Lock()
 	initSt := newStream(s, false, 1, false)
 	initSt.init = true
 	s.up.mu.Unlock()
-	if initSt.Primes() {
+	if initSt.primes() {
 		t.Fatal("the InitializeResult's stream primes")
 	}
 
@@ -187,11 +187,11 @@ func TestEventLogIDs(t *testing.T) {
 	}
 	// Several pending messages taken at once get consecutive ids.
 	push(a, `{"i":"x"}`, `{"i":"y"}`)
-	evs, _, err := a.Next(nil)
+	evs, _, err := a.next(nil)
 	if err != nil || len(evs) != 2 || evs[0].ID != fmt.Sprintf("%d_4", a.ID()) || evs[1].ID != fmt.Sprintf("%d_5", a.ID()) {
 		t.Fatalf("batch: %v %+v", err, evs)
 	}
-	if got, want := a.PrimeID(), fmt.Sprintf("%d_5", a.ID()); got != want {
+	if got, want := a.primeID(), fmt.Sprintf("%d_5", a.ID()); got != want {
 		t.Fatalf("priming id after 5 events %q, want %q", got, want)
 	}
 }
@@ -275,7 +275,7 @@ func TestEventLogEvictsByBytes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resume before the big event: %v", err)
 	}
-	evs, _, err := st.Next(nil)
+	evs, _, err := st.next(nil)
 	if err != nil || len(evs) != 1 || len(evs[0].Data) != 500 || evs[0].ID != fmt.Sprintf("%d_3", a.ID()) {
 		t.Fatalf("replay: %v %d events", err, len(evs))
 	}
@@ -309,7 +309,7 @@ func TestEventLogResume(t *testing.T) {
 	if err != nil || st != a {
 		t.Fatalf("resume: %v (same stream %v)", err, st == a)
 	}
-	evs, final, err := st.Next(nil)
+	evs, final, err := st.next(nil)
 	var got []string
 	for _, ev := range evs {
 		got = append(got, ev.ID+" "+string(ev.Data))
@@ -327,7 +327,7 @@ func TestEventLogResume(t *testing.T) {
 	if st, err = s.Resume(fmt.Sprintf("%d_6", a.ID())); err != nil {
 		t.Fatal(err)
 	}
-	if evs, _, err := st.Next(nil); err != nil || len(evs) != 0 {
+	if evs, _, err := st.next(nil); err != nil || len(evs) != 0 {
 		t.Fatalf("resume from the last event replayed %+v (%v)", evs, err)
 	}
 	a.Detach()
@@ -357,7 +357,7 @@ func TestEventLogResume(t *testing.T) {
 	if st, err = s.Resume(fmt.Sprintf("%d_3", a.ID())); err != nil {
 		t.Fatalf("resume at the eviction boundary: %v", err)
 	}
-	if evs, _, err := st.Next(nil); err != nil || len(evs) != 3 || evs[0].ID != fmt.Sprintf("%d_4", a.ID()) {
+	if evs, _, err := st.next(nil); err != nil || len(evs) != 3 || evs[0].ID != fmt.Sprintf("%d_4", a.ID()) {
 		t.Fatalf("replay from the boundary: %+v (%v)", evs, err)
 	}
 
@@ -373,7 +373,7 @@ func TestEventLogResume(t *testing.T) {
 	if st, err = s.Resume(fmt.Sprintf("%d_10", g.ID())); err != nil {
 		t.Fatalf("resume the GET stream once the other is gone: %v", err)
 	}
-	if evs, _, err := st.Next(nil); err != nil || len(evs) != 1 || string(evs[0].Data) != `{"g":11}` {
+	if evs, _, err := st.next(nil); err != nil || len(evs) != 1 || string(evs[0].Data) != `{"g":11}` {
 		t.Fatalf("GET replay %+v (%v)", evs, err)
 	}
 }
@@ -404,10 +404,10 @@ func TestEventLogDetachedCall(t *testing.T) {
 		return false
 	}
 	for !sawProgress() {
-		if err := st.Wait(ctx, nil); err != nil {
+		if err := st.wait(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
-		evs, final, err := st.Next(nil)
+		evs, final, err := st.next(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -423,10 +423,10 @@ func TestEventLogDetachedCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFinal(t, st)
-	if st.Pending() != 0 {
-		t.Fatalf("%d messages wait on a detached stream instead of the log", st.Pending())
+	if pending(st) != 0 {
+		t.Fatalf("%d messages wait on a detached stream instead of the log", pending(st))
 	}
-	onGet, _, err := g.Next(nil)
+	onGet, _, err := g.next(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +441,7 @@ func TestEventLogDetachedCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs, final, err := re.Next(nil)
+	evs, final, err := re.next(nil)
 	if err != nil || !final {
 		t.Fatalf("resume: final %v, %v", final, err)
 	}
@@ -500,7 +500,7 @@ func TestSlowReaderCut(t *testing.T) {
 
 		fast := postStream(s)
 		var fastCuts atomic.Int32
-		fast.SetCut(func() { fastCuts.Add(1) })
+		fast.setCut(func() { fastCuts.Add(1) })
 		for i := range 100 {
 			emit(t, fast, fmt.Sprintf(`{"i":%d}`, i))
 		}
@@ -510,15 +510,15 @@ func TestSlowReaderCut(t *testing.T) {
 
 		st := postStream(s)
 		var cuts atomic.Int32
-		st.SetCut(func() { cuts.Add(1) })
-		if evs, _, err := st.Next(nil); err != nil || len(evs) != 0 {
+		st.setCut(func() { cuts.Add(1) })
+		if evs, _, err := st.next(nil); err != nil || len(evs) != 0 {
 			t.Fatalf("first Next: %v %v", evs, err)
 		}
 		for i := 1; i <= 8; i++ {
 			push(st, fmt.Sprintf(`{"i":%d}`, i))
 		}
-		if cuts.Load() != 0 || st.Pending() != 0 {
-			t.Fatalf("cut %d times with 8 unread events in a log of 8; pending %d, want 0 (in the log)", cuts.Load(), st.Pending())
+		if cuts.Load() != 0 || pending(st) != 0 {
+			t.Fatalf("cut %d times with 8 unread events in a log of 8; pending %d, want 0 (in the log)", cuts.Load(), pending(st))
 		}
 		push(st, `{"i":9}`)
 		push(st, `{"i":10}`)
@@ -527,10 +527,10 @@ func TestSlowReaderCut(t *testing.T) {
 		}
 		// Wait must not block on a stream that is behind: the transport
 		// has to see it and let go.
-		if err := st.Wait(t.Context(), nil); err != nil {
+		if err := st.wait(t.Context(), nil); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := st.Next(nil); !errors.Is(err, ErrStreamBehind) {
+		if _, _, err := st.next(nil); !errors.Is(err, ErrStreamBehind) {
 			t.Fatalf("Next after the cut: %v, want ErrStreamBehind", err)
 		}
 		st.Detach()
@@ -540,7 +540,7 @@ func TestSlowReaderCut(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		evs, _, err := re.Next(nil)
+		evs, _, err := re.next(nil)
 		if err != nil || len(evs) != 8 {
 			t.Fatalf("resume after the cut: %v, %d events, want 8", err, len(evs))
 		}
@@ -555,15 +555,15 @@ func TestSlowReaderCut(t *testing.T) {
 		s := logSession(t, b, "2025-11-25")
 		st := postStream(s)
 		var cuts atomic.Int32
-		st.SetCut(func() { cuts.Add(1) })
-		if _, _, err := st.Next(nil); err != nil {
+		st.setCut(func() { cuts.Add(1) })
+		if _, _, err := st.next(nil); err != nil {
 			t.Fatal(err)
 		}
 		push(st, sized(500))
 		if cuts.Load() != 0 {
 			t.Fatal("one unread message over the bytes bound cut the stream")
 		}
-		if evs, _, err := st.Next(nil); err != nil || len(evs) != 1 || len(evs[0].Data) != 500 {
+		if evs, _, err := st.next(nil); err != nil || len(evs) != 1 || len(evs[0].Data) != 500 {
 			t.Fatalf("Next: %v %d", err, len(evs))
 		}
 	})
@@ -575,7 +575,7 @@ func TestSlowReaderCut(t *testing.T) {
 			t.Fatal(err)
 		}
 		var cuts atomic.Int32
-		get.SetCut(func() { cuts.Add(1) })
+		get.setCut(func() { cuts.Add(1) })
 		for i := 1; i <= 4; i++ {
 			push(get, fmt.Sprintf(`{"i":%d}`, i))
 		}
@@ -586,7 +586,7 @@ func TestSlowReaderCut(t *testing.T) {
 		if cuts.Load() != 1 {
 			t.Fatalf("cut %d times, want 1", cuts.Load())
 		}
-		if _, _, err := get.Next(nil); !errors.Is(err, ErrStreamBehind) {
+		if _, _, err := get.next(nil); !errors.Is(err, ErrStreamBehind) {
 			t.Fatalf("Next after the cut: %v, want ErrStreamBehind", err)
 		}
 		get.Detach()
@@ -594,7 +594,7 @@ func TestSlowReaderCut(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		evs, _, err := again.Next(nil)
+		evs, _, err := again.next(nil)
 		if err != nil || len(evs) != 5 || string(evs[0].Data) != `{"i":1}` || string(evs[4].Data) != `{"i":5}` {
 			t.Fatalf("the next GET stream got %v, %v: want the 5 that waited, in order", evs, err)
 		}
@@ -610,8 +610,8 @@ func TestSlowReaderCut(t *testing.T) {
 			push(st, fmt.Sprintf(`{"i":%d}`, i))
 		}
 		var cuts atomic.Int32
-		st.SetCut(func() { cuts.Add(1) })
-		if _, _, err := st.Next(nil); !errors.Is(err, ErrStreamBehind) {
+		st.setCut(func() { cuts.Add(1) })
+		if _, _, err := st.next(nil); !errors.Is(err, ErrStreamBehind) {
 			t.Fatalf("Next over a gap: %v, want ErrStreamBehind", err)
 		}
 		if cuts.Load() != 0 {
@@ -631,7 +631,7 @@ func TestSlowReaderCut(t *testing.T) {
 		if _, ok := st.TakeOnly(); ok {
 			t.Fatal("TakeOnly took one of a burst")
 		}
-		evs, _, err := st.Next(nil)
+		evs, _, err := st.next(nil)
 		if err != nil || len(evs) != 3*spillEvents {
 			t.Fatalf("Next: %v, %d events", err, len(evs))
 		}
@@ -665,7 +665,7 @@ func TestQueueBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs, _, err := g.Next(nil)
+	evs, _, err := g.next(nil)
 	if err != nil || len(evs) != 3 || string(evs[0].Data) != `{"q":1}` || string(evs[2].Data) != `{"q":3}` {
 		t.Fatalf("queued: %v %+v", err, evs)
 	}
@@ -703,7 +703,7 @@ func TestEventLogEvictAfterResume(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		emit(t, g, fmt.Sprintf(`{"g":%d}`, i))
 	}
-	evs, _, err := st.Next(nil)
+	evs, _, err := st.next(nil)
 	if err == nil && len(evs) != 2 {
 		var ids []string
 		for _, ev := range evs {
@@ -739,7 +739,7 @@ func TestEventLogGoneAfterSweep(t *testing.T) {
 		st.sess.up.mu.Lock()
 		st.push(fmt.Appendf(nil, `{"r":%d}`, i), true)
 		st.sess.up.mu.Unlock()
-		if _, _, err := st.Next(nil); err != nil {
+		if _, _, err := st.next(nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -768,7 +768,14 @@ func TestJSONStreamLetGo(t *testing.T) {
 	}
 	st.Detach()
 	waitFinal(t, st)
-	if n := st.Pending(); n != 0 {
+	if n := pending(st); n != 0 {
 		t.Errorf("%d messages kept on a JSON-only stream whose client left: nobody can ever take them", n)
 	}
+}
+
+// pending is how many messages wait on st, neither taken nor in the log.
+func pending(st *Stream) int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return len(st.msgs)
 }

@@ -1,33 +1,31 @@
 package bridge
 
-// EachResponse calls fn for every JSON-RPC response in msg, one message or
-// a batch as the bridge writes them to clients (valid, compact JSON), with
-// the response's id byte for byte and whether it is an error. Requests and
-// notifications are skipped. It lets an observer on the far side of a
-// transport (httpapi's metrics) tell which request an outgoing message
-// answers, without decoding the message.
-func EachResponse(msg []byte, fn func(id []byte, isError bool)) {
-	i := skipSpace(msg, 0)
-	if i >= len(msg) {
-		return
-	}
-	if msg[i] == '[' {
-		for i = skipSpace(msg, i+1); i < len(msg) && msg[i] != ']'; {
-			end := skipValue(msg, i)
-			if end <= i {
-				return // not valid JSON after all: stop rather than spin
-			}
-			EachResponse(msg[i:end], fn)
-			i = skipSpace(msg, end)
-			if i < len(msg) && msg[i] == ',' {
-				i = skipSpace(msg, i+1)
-			}
-		}
-		return
-	}
+import "strconv"
+
+// A Reply is what an observer on the far side of a transport (httpapi's
+// metrics and audit log) reads of a response the bridge writes to a
+// client: which request it answers, and how.
+type Reply struct {
+	ID    []byte // the request's id, byte for byte as the client sent it
+	Error bool   // an error response
+	Code  int    // the error's code (0 for a result)
+}
+
+// ReplyOf reads one message as the bridge writes them to clients (valid,
+// compact JSON), without decoding it: ok is false for requests,
+// notifications and anything that is not a JSON-RPC response.
+func ReplyOf(msg []byte) (r Reply, ok bool) {
 	f, err := scanFields(msg)
 	if err != nil || f.method.ok() || !f.id.ok() || f.result.ok() == f.error.ok() {
-		return
+		return Reply{}, false
 	}
-	fn(f.id.of(msg), f.error.ok())
+	r.ID = f.id.of(msg)
+	if e := f.error.of(msg); e != nil {
+		r.Error = true
+		if e[0] == '{' {
+			c := member(e, "code").of(e)
+			r.Code, _ = strconv.Atoi(string(c))
+		}
+	}
+	return r, true
 }

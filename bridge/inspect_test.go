@@ -1,37 +1,40 @@
 package bridge
 
 import (
-	"reflect"
 	"testing"
 )
 
-func TestEachResponse(t *testing.T) {
-	type resp struct {
+func TestReplyOf(t *testing.T) {
+	type reply struct {
 		ID    string
 		Error bool
+		Code  int
 	}
 	tests := []struct {
 		name string
 		msg  string
-		want []resp
+		want *reply // nil: not a response
 	}{
-		{"result", `{"jsonrpc":"2.0","id":7,"result":{}}`, []resp{{"7", false}}},
-		{"error, id last", `{"jsonrpc":"2.0","error":{"code":-32601,"message":"x"},"id":"a\"b"}`, []resp{{`"a\"b"`, true}}},
-		{"a result holding an error key", `{"jsonrpc":"2.0","id":1,"result":{"error":{"id":2}}}`, []resp{{"1", false}}},
+		{"result", `{"jsonrpc":"2.0","id":7,"result":{}}`, &reply{"7", false, 0}},
+		{"error, id last", `{"jsonrpc":"2.0","error":{"code":-32601,"message":"x"},"id":"a\"b"}`, &reply{`"a\"b"`, true, -32601}},
+		{"error, code last", `{"jsonrpc":"2.0","id":2,"error":{"message":"x","data":{"code":9},"code":3}}`, &reply{"2", true, 3}},
+		{"a result holding an error key", `{"jsonrpc":"2.0","id":1,"result":{"error":{"id":2}}}`, &reply{"1", false, 0}},
 		{"request", `{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{}}`, nil},
 		{"notification", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":4}}`, nil},
-		{"batch", `[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","method":"x"},{"jsonrpc":"2.0","id":2,"error":{"code":1,"message":"m"}}]`,
-			[]resp{{"1", false}, {"2", true}}},
+		{"a batch is not one message", `[{"jsonrpc":"2.0","id":1,"result":{}}]`, nil},
 		{"empty", ``, nil},
-		{"empty batch", `[]`, nil},
 		{"neither result nor error", `{"jsonrpc":"2.0","id":1}`, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var got []resp
-			EachResponse([]byte(tt.msg), func(id []byte, isError bool) { got = append(got, resp{string(id), isError}) })
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("got %v, want %v", got, tt.want)
+			r, ok := ReplyOf([]byte(tt.msg))
+			switch {
+			case tt.want == nil && ok:
+				t.Errorf("got a reply %+v, want none", r)
+			case tt.want != nil && !ok:
+				t.Errorf("got no reply, want %+v", *tt.want)
+			case tt.want != nil && (string(r.ID) != tt.want.ID || r.Error != tt.want.Error || r.Code != tt.want.Code):
+				t.Errorf("got %s %v %d, want %+v", r.ID, r.Error, r.Code, *tt.want)
 			}
 		})
 	}

@@ -112,6 +112,32 @@ func eachMember(obj []byte, fn func(key []byte, v span)) error {
 	return nil
 }
 
+// eachElement calls fn with every element of the array arr (valid JSON,
+// white space allowed), in order, until fn returns an error, which it
+// returns. Each element is sliced with its capacity cut at its end, so an
+// append to one never writes over the next. A byte where no value can
+// start ends the walk: it never loops for ever, whatever arr holds.
+func eachElement(arr []byte, fn func(elem []byte) error) error {
+	i := skipSpace(arr, 0)
+	if i >= len(arr) || arr[i] != '[' {
+		return nil
+	}
+	for i = skipSpace(arr, i+1); i < len(arr) && arr[i] != ']'; {
+		end := skipValue(arr, i)
+		if end <= i {
+			return nil // not valid JSON after all: stop rather than spin
+		}
+		if err := fn(arr[i:end:end]); err != nil {
+			return err
+		}
+		i = skipSpace(arr, end)
+		if i < len(arr) && arr[i] == ',' {
+			i = skipSpace(arr, i+1)
+		}
+	}
+	return nil
+}
+
 func skipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++

@@ -118,6 +118,46 @@ func TestMember(t *testing.T) {
 	}
 }
 
+// TestEachElement: the one walker of JSON arrays (a client's batch, a
+// child's batch) gives each element whole, white space or not, with its
+// capacity cut at its end, stops at fn's error, and stops rather than
+// spin on bytes that start no value.
+func TestEachElement(t *testing.T) {
+	errStop := errors.New("stop")
+	tests := []struct {
+		name, arr string
+		stopAt    int // fn fails on this element (-1: never)
+		want      []string
+		err       error
+	}{
+		{"compact", `[{"a":1},{"b":[2,3]},"s",4]`, -1, []string{`{"a":1}`, `{"b":[2,3]}`, `"s"`, `4`}, nil},
+		{"white space", " [ {\"a\":\"]\"} ,\n\t5 ] ", -1, []string{`{"a":"]"}`, `5`}, nil},
+		{"empty", `[]`, -1, nil, nil},
+		{"not an array", `{"a":1}`, -1, nil, nil},
+		{"stopped by fn", `[1,2,3]`, 1, []string{`1`, `2`}, errStop},
+		{"a comma where a value should start", `[,1]`, -1, nil, nil},
+		{"a stray bracket", `[1,}`, -1, []string{`1`}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			err := eachElement([]byte(tt.arr), func(elem []byte) error {
+				if cap(elem) != len(elem) {
+					t.Errorf("element %s has capacity %d past its end", elem, cap(elem)-len(elem))
+				}
+				got = append(got, string(elem))
+				if len(got)-1 == tt.stopAt {
+					return errStop
+				}
+				return nil
+			})
+			if err != tt.err || strings.Join(got, "|") != strings.Join(tt.want, "|") {
+				t.Errorf("got %q, %v; want %q, %v", got, err, tt.want, tt.err)
+			}
+		})
+	}
+}
+
 func TestSplice(t *testing.T) {
 	tests := []struct {
 		name string

@@ -62,17 +62,16 @@ func ParseBody(body []byte) (msgs []Message, batch bool, err error) {
 		}
 		return []Message{m}, false, nil
 	}
-	for i := 1; i < len(raw) && raw[i] != ']'; {
-		end := skipValue(raw, i)
-		m, err := parseMessage(raw[i:end:end])
+	err = eachElement(raw, func(elem []byte) error {
+		m, err := parseMessage(elem)
 		if err != nil {
-			return nil, true, err
+			return err
 		}
 		msgs = append(msgs, m)
-		i = end
-		if i < len(raw) && raw[i] == ',' {
-			i++
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, true, err
 	}
 	if len(msgs) == 0 {
 		return nil, true, invalid(CodeInvalidRequest, "Invalid Request: empty batch", nil)
@@ -150,6 +149,19 @@ func progressToken(raw []byte, params span) []byte {
 		return nil
 	}
 	return member(meta, "progressToken").of(meta)
+}
+
+// Param is the raw JSON of the member key of a request's or a
+// notification's params object, byte for byte as sent; nil when there is
+// none. It reads without decoding: the transport learns, say, the tool a
+// tools/call names from the bytes already checked, not from a second
+// parse of the message.
+func (m *Message) Param(key string) []byte {
+	p := m.f.params.of(m.Raw)
+	if p == nil || p[0] != '{' {
+		return nil
+	}
+	return member(p, key).of(p)
 }
 
 // IsModernProbe reports whether a message is in the 2026-07-28 format: a

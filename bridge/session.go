@@ -487,7 +487,7 @@ func (s *Session) Resume(lastEventID string) (*Stream, error) {
 				return s.OpenStream()
 			}
 			// A complete POST stream the client has all of.
-			return &Stream{sess: s, id: id, resumable: true, final: true, attached: true,
+			return &Stream{sess: s, id: id, resumable: true, final: true, attached: true, reader: 1,
 				seq: n, evicted: n, cursor: n + 1, wake: make(chan struct{}, 1), gone: make(chan struct{})}, nil
 		}
 		st.mu.Lock()
@@ -523,6 +523,7 @@ func (s *Session) Resume(lastEventID string) (*Stream, error) {
 			return nil, err
 		}
 		st.attached = true
+		st.reader++
 		st.gone = make(chan struct{})
 		final := st.final
 		st.mu.Unlock()
@@ -558,11 +559,18 @@ func (s *Session) canResume(lastEventID string, n, seq, evicted int64) error {
 // connection to be given up.
 const resumeWait = 2 * time.Second
 
-func (s *Session) detach(st *Stream) {
+// detach lets go of the stream's reader: reader r, or (0) whichever
+// reads it now. A stream with no reader is left as it is, so a reader
+// that let go already, or has been followed by another, changes nothing.
+func (s *Session) detach(st *Stream, r uint64) {
 	s.up.mu.Lock()
 	defer s.up.mu.Unlock()
-	s.touchLocked()
 	st.mu.Lock()
+	if !st.attached || r != 0 && st.reader != r {
+		st.mu.Unlock()
+		return
+	}
+	s.touchLocked()
 	st.letGoLocked()
 	var left [][]byte
 	switch {

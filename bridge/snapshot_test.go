@@ -17,15 +17,12 @@ func TestSnapshot(t *testing.T) {
 	}
 	t.Cleanup(func() { br.Close(context.Background()) })
 	msgs, _, _ := bridge.ParseBody([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-	s, st, err := br.Initialize(t.Context(), "ALICE", msgs[0], false)
+	s, st, err := br.Initialize(t.Context(), bridge.InitRequest{Message: msgs[0], Owner: bridge.Owner{Key: "ALICE", Name: "ALICE"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for final := false; !final; {
-		if err := st.Wait(context.Background(), nil); err != nil {
-			t.Fatal(err)
-		}
-		_, final = st.Take(nil)
+	if _, err := st.Collect(context.Background(), nil); err != nil {
+		t.Fatal(err)
 	}
 	snap := br.Snapshot()
 	if len(snap.Sessions) != 1 || snap.Sessions[0].ID != s.ID() || snap.Sessions[0].Principal != "ALICE" ||
@@ -53,15 +50,12 @@ func TestSnapshotFor(t *testing.T) {
 			msgs, _, _ := bridge.ParseBody([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
 			ids := map[string]string{}
 			for _, o := range []bridge.Owner{{Key: "key-a", Name: "Alice"}, {Key: "key-b", Name: "Bob"}} {
-				s, st, err := br.InitializeAs(t.Context(), o, nil, msgs[0], false)
+				s, st, err := br.Initialize(t.Context(), bridge.InitRequest{Message: msgs[0], Owner: o})
 				if err != nil {
 					t.Fatal(err)
 				}
-				for final := false; !final; {
-					if err := st.Wait(context.Background(), nil); err != nil {
-						t.Fatal(err)
-					}
-					_, final = st.Take(nil)
+				if _, err := st.Collect(context.Background(), nil); err != nil {
+					t.Fatal(err)
 				}
 				ids[o.Key] = s.ID()
 			}

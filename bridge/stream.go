@@ -14,9 +14,15 @@ import (
 //
 // Each message the child writes lands on exactly one Stream. A message
 // waits on the Stream ("pending") until the transport takes it; taken as
-// an SSE event (Next) it gets an id and is kept in the session's event
-// log, from which a client that lost the connection can have it again
+// an SSE event it gets an id and is kept in the session's event log, from
+// which a client that lost the connection can have it again
 // (Session.Resume).
+//
+// A transport reads a Stream with one call, which keeps the calling order
+// in one place: Serve writes it as SSE; Collect gathers the responses for
+// one JSON body; Await, then TakeOnly or Serve, is the choice between the
+// two. Each of them lets go of the stream if the client leaves. Detach
+// lets go without reading; it may be called again, and after the others.
 type Stream struct {
 	sess *Session
 	id   int64 // unique within the bridge, so an id of one session names nothing in another
@@ -33,7 +39,11 @@ type Stream struct {
 	want         int  // responses still owed (POST streams)
 	final        bool // nothing more will be appended
 	attached     bool // a client is reading it
-	// sse: a transport's reader loop reads it (SetCut), so what comes for
+	// reader counts the clients that have read the stream (one at a
+	// time; a resume is the next): a reader that lets go when it is done
+	// never lets go of the one after it.
+	reader uint64
+	// sse: a transport's reader loop reads it (setCut), so what comes for
 	// a POST stream goes straight to the log, numbered, however far behind
 	// the reader is.
 	sse bool
@@ -48,7 +58,7 @@ type Stream struct {
 	kept    []keptEvent // this stream's events still in the session's log, numbers evicted+1..seq
 	evicted int64       // number of the last event that aged out of the log
 	cursor  int64       // number of the next event the current client needs
-	cut     func()      // drops the current connection (SetCut)
+	cut     func()      // drops the current connection (setCut)
 	behind  bool        // the client lost events it had not read: its connection is cut
 }
 
@@ -57,7 +67,9 @@ type keptEvent struct {
 	data []byte
 }
 
-// Event is one SSE event: a message and its id ("" for none).
+// Event is one SSE event: a message and its id ("" for none). The
+// priming event, which Serve emits first on a stream that primes, has an
+// ID and no Data (a message is never empty).
 type Event struct {
 	ID   string
 	Data []byte
@@ -66,24 +78,24 @@ type Event struct {
 // newStream is called with the session's lock held.
 func newStream(s *Session, get bool, want int, jsonOnly bool) *Stream {
 	st := &Stream{sess: s, id: s.b.streamIDs.Add(1), get: get, want: want, jsonOnly: jsonOnly,
-		resumable: !jsonOnly && !s.stateless, attached: true, cursor: 1,
+		resumable: !jsonOnly && !s.stateless, attached: true, reader: 1, cursor: 1,
 		wake: make(chan struct{}, 1), gone: make(chan struct{})}
 	s.trackLocked(st)
 	return st
 }
 
-// Primes reports whether the stream opens with a priming event (an id
+// primes reports whether the stream opens with a priming event (an id
 // and empty data): only for resumable streams of sessions that negotiated
 // 2025-11-25 or later, whose clients expect it; older clients crash on
 // empty data.
-func (st *Stream) Primes() bool {
+func (st *Stream) primes() bool {
 	return st.resumable && !st.init && VersionAtLeast(st.sess.Version(), "2025-11-25")
 }
 
-// PrimeID is the id for a priming event on the current connection: that
+// primeID is the id for a priming event on the current connection: that
 // of the last event the client has, so that resuming from it misses
 // nothing.
-func (st *Stream) PrimeID() string {
+func (st *Stream) primeID() string {
 	st.sess.logMu.Lock()
 	defer st.sess.logMu.Unlock()
 	return st.eventID(st.cursor - 1)
@@ -219,12 +231,12 @@ func (st *Stream) canKeep() bool {
 	return (st.attached || st.resumable) && !st.jsonOnly && !st.final
 }
 
-// SetCut says a transport's reader loop now reads the stream, and how to
+// setCut says a transport's reader loop now reads the stream, and how to
 // drop its connection if it falls too far behind (see push). It must not
 // block or call back into the bridge. Until then nothing is cut: a reader
-// that lost events before it began learns it from Next. The reader
+// that lost events before it began learns it from next. The reader
 // letting go forgets it.
-func (st *Stream) SetCut(cut func()) {
+func (st *Stream) setCut(cut func()) {
 	st.mu.Lock()
 	st.sse = true
 	st.mu.Unlock()
@@ -233,10 +245,10 @@ func (st *Stream) SetCut(cut func()) {
 	st.sess.logMu.Unlock()
 }
 
-// Wait blocks until the stream has something to take or is final, ctx
+// wait blocks until the stream has something to take or is final, ctx
 // ends (its error is returned) or timeout fires (then it returns nil with
 // nothing to take). A nil timeout never fires.
-func (st *Stream) Wait(ctx context.Context, timeout <-chan time.Time) error {
+func (st *Stream) wait(ctx context.Context, timeout <-chan time.Time) error {
 	for {
 		st.mu.Lock()
 		ready := len(st.msgs) > 0 || st.final
@@ -274,11 +286,11 @@ func (st *Stream) unreadLocked() []keptEvent {
 	return unread
 }
 
-// Take takes what the client is to get now, appending it to buf, and
-// reports whether the stream is complete (final and drained). What Take
+// take takes what the client is to get now, appending it to buf, and
+// reports whether the stream is complete (final and drained). What take
 // returns gets no event id: it is for a client that takes one JSON body,
 // or a transport without resumption.
-func (st *Stream) Take(buf [][]byte) ([][]byte, bool) {
+func (st *Stream) take(buf [][]byte) ([][]byte, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.sess.logMu.Lock()
@@ -329,14 +341,14 @@ func (st *Stream) clearLocked() {
 	st.pendingBytes = 0
 }
 
-// Next takes what the client is to get now as SSE events, appending them
+// next takes what the client is to get now as SSE events, appending them
 // to buf: the logged events it has not read (after a resume, or that went
 // to the log while it was writing), then the pending messages, which get
 // ids and go to the log (on a resumable stream). It reports whether the
 // stream is complete. A client that has lost events, which aged out of the
 // log before it read them, gets ErrStreamBehind: the transport drops the
 // connection, and the client's resume is told what happened.
-func (st *Stream) Next(buf []Event) ([]Event, bool, error) {
+func (st *Stream) next(buf []Event) ([]Event, bool, error) {
 	s := st.sess
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -370,15 +382,176 @@ func (st *Stream) Next(buf []Event) ([]Event, bool, error) {
 // their responses stay on this stream, in the session's log, for a client
 // that resumes; they are never sent anywhere else. Messages of a GET
 // stream that were not taken go back to the session's queue.
+//
+// Like the SDK's Connection.Close, it may be called more than once: a
+// stream whose reader has already let go (complete, or detached) is left
+// as it is. Serve, Collect and Await let go themselves when the client
+// leaves; Detach is for a transport that gives up before it reads.
 func (st *Stream) Detach() {
-	st.sess.detach(st)
+	st.sess.detach(st, 0)
 }
 
-// Pending reports how many messages are queued and not yet taken.
-func (st *Stream) Pending() int {
+// attachment is the stream's current reader, for release.
+func (st *Stream) attachment() uint64 {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return len(st.msgs)
+	return st.reader
+}
+
+// release lets go of reader r if it still reads the stream: a reader that
+// got everything has let go already, and a resume may have given the
+// stream to the next one since.
+func (st *Stream) release(r uint64) {
+	st.sess.detach(st, r)
+}
+
+// ServeOptions say how a transport frames a stream for Serve.
+type ServeOptions struct {
+	// KeepAlive, when positive, is how long the stream may be quiet
+	// before Serve emits an empty batch, which the transport writes as a
+	// keep-alive. Zero: no keep-alives.
+	KeepAlive time.Duration
+	// MaxDuration, when positive, ends the stream's connection after that
+	// long without ending the stream, on a stream that primes (2025-11-25:
+	// "the server MAY close the connection without terminating the SSE
+	// stream"): the client reconnects after the priming event's retry,
+	// with Last-Event-ID, and gets the rest.
+	MaxDuration time.Duration
+	// Cut drops the transport's connection, from another goroutine, when
+	// its client falls so far behind that events it has not read age out
+	// of the session's log (see push). It must not block or call back into
+	// the bridge. Nil: the connection is never cut; the client still
+	// learns what it lost when it resumes.
+	Cut func()
+	// Plain is for a transport without event ids or resumption (the
+	// 2024-11-05 HTTP+SSE transport): no priming event, and events get no
+	// ids, so a GET stream's messages do not go to the log either.
+	Plain bool
+}
+
+// Serve writes the stream to its client through emit until the stream is
+// complete (nil), ctx ends, emit fails, or the client falls so far behind
+// that events it had not read aged out (ErrStreamBehind). It is the one
+// place where the calling order of a stream is written down:
+//
+//  1. On a stream that primes, the priming event, emitted on its own and
+//     before the reader is registered: a burst that outran it could
+//     otherwise cut the connection before the client had an id to resume
+//     from. It is an Event with an ID and no Data.
+//  2. The reader is registered with its Cut.
+//  3. Events, in batches as they come; an empty batch after KeepAlive of
+//     quiet; MaxDuration ends the connection.
+//
+// emit writes one batch and pushes it to the client (an SSE event held in a
+// buffer is an event late); Serve does not keep the events after it
+// returns. Whatever ends Serve but the stream's completion lets go of the
+// reader (Detach): the responses still owed stay with the session.
+func (st *Stream) Serve(ctx context.Context, o ServeOptions, emit func([]Event) error) error {
+	defer st.release(st.attachment())
+	primes := !o.Plain && st.primes()
+	if primes {
+		if err := emit([]Event{{ID: st.primeID()}}); err != nil {
+			return err
+		}
+	}
+	st.setCut(o.Cut)
+	var tick <-chan time.Time
+	if o.KeepAlive > 0 {
+		t := time.NewTicker(o.KeepAlive)
+		defer t.Stop()
+		tick = t.C
+	}
+	wait := ctx
+	if primes && o.MaxDuration > 0 {
+		var cancel context.CancelFunc
+		wait, cancel = context.WithTimeout(ctx, o.MaxDuration)
+		defer cancel()
+	}
+	var evs []Event
+	for first := true; ; first = false {
+		var final bool
+		var err error
+		if o.Plain {
+			evs, final, err = st.nextPlain(evs[:0])
+		} else {
+			evs, final, err = st.next(evs[:0])
+		}
+		if err != nil {
+			return err
+		}
+		// wait returns with nothing to take only when the ticker fired:
+		// an empty batch then is a keep-alive.
+		if len(evs) > 0 || !first && !final {
+			err := emit(evs)
+			clear(evs) // a big message is not held until the next batch
+			if err != nil {
+				return err
+			}
+		}
+		if final {
+			return nil
+		}
+		if err := st.wait(wait, tick); err != nil {
+			return err
+		}
+	}
+}
+
+// nextPlain is next for a transport without event ids: what take takes,
+// as events without ids, after the same check as next's that the client
+// has lost nothing.
+func (st *Stream) nextPlain(buf []Event) ([]Event, bool, error) {
+	s := st.sess
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	s.logMu.Lock()
+	if st.behind || st.cursor <= st.evicted {
+		st.behind = true
+		s.logMu.Unlock()
+		return buf, false, ErrStreamBehind
+	}
+	for _, k := range st.unreadLocked() {
+		buf = append(buf, Event{Data: k.data})
+	}
+	s.logMu.Unlock()
+	for _, m := range st.msgs {
+		buf = append(buf, Event{Data: m})
+	}
+	st.clearLocked()
+	if st.final {
+		st.letGoLocked()
+	}
+	return buf, st.final, nil
+}
+
+// Collect gathers every response the stream owes, appended to buf, for a
+// client that takes one JSON body. If ctx ends first it lets go of the
+// reader and returns ctx's error: the responses stay with the session.
+func (st *Stream) Collect(ctx context.Context, buf [][]byte) ([][]byte, error) {
+	r := st.attachment()
+	for final := false; !final; {
+		if err := st.wait(ctx, nil); err != nil {
+			st.release(r)
+			return buf, err
+		}
+		buf, final = st.take(buf)
+	}
+	return buf, nil
+}
+
+// Await waits up to d for the stream's first message or its completion,
+// so that the transport can choose how to answer: TakeOnly for a plain
+// JSON body, else Serve. If ctx ends first it lets go of the reader and
+// returns ctx's error.
+func (st *Stream) Await(ctx context.Context, d time.Duration) error {
+	r := st.attachment()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	if err := st.wait(ctx, t.C); err != nil {
+		st.release(r)
+		return err
+	}
+	return nil
 }
 
 // ID is the stream's id, the part of its event ids before "_".

@@ -251,16 +251,12 @@ func (u *upstream) fromChild(line []byte, owned bool) {
 		return
 	}
 	if line[0] == '[' { // a 2025-03-26 child may batch
-		for i := 1; i < len(line) && line[i] != ']'; {
-			end := skipValue(line, i)
+		_ = eachElement(line, func(elem []byte) error {
 			// Not owned: splicing one in place would move the bytes
 			// of the next, and keeping one would pin the whole batch.
-			u.fromChild(line[i:end], false)
-			i = skipSpace(line, end)
-			if i < len(line) && line[i] == ',' {
-				i = skipSpace(line, i+1)
-			}
-		}
+			u.fromChild(elem, false)
+			return nil
+		})
 		return
 	}
 	f, err := scanFields(line)

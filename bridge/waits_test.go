@@ -137,10 +137,10 @@ var errNoAnswer = errors.New("no answer")
 func drainErr(ctx context.Context, st *Stream) (reply, error) {
 	var msgs [][]byte
 	for final := false; !final; {
-		if err := st.Wait(ctx, nil); err != nil {
+		if err := st.wait(ctx, nil); err != nil {
 			return reply{}, fmt.Errorf("%w: the stream never ended: %v", errNoAnswer, err)
 		}
-		msgs, final = st.Take(msgs)
+		msgs, final = st.take(msgs)
 	}
 	var r reply
 	if len(msgs) == 0 || json.Unmarshal(msgs[len(msgs)-1], &r) != nil {
@@ -212,7 +212,7 @@ func join(ctx context.Context, t *testing.T, b *Bridge, stateless bool) (*Sessio
 		}
 		return s, r, nil
 	}
-	s, st, err := b.Initialize(ctx, "", msg, false)
+	s, st, err := b.Initialize(ctx, InitRequest{Message: msg})
 	if err != nil {
 		return nil, reply{}, err
 	}
@@ -587,7 +587,7 @@ func TestPerIdentityRetires(t *testing.T) {
 			b, _ := waitsBridge(t, Config{Mode: ModePerIdentity})
 			var sessions []*Session
 			for range 2 {
-				s, st, err := b.Initialize(ctx, owner, initRequest(t), false)
+				s, st, err := b.Initialize(ctx, InitRequest{Message: initRequest(t), Owner: Owner{Key: owner, Name: owner}})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 )
 
@@ -36,11 +38,12 @@ import (
 //
 // Inside, a legacy session is an ordinary bridge session whose streams are
 // all read by the same connection: each POST's Stream and the session's
-// GET Stream are drained by a pump goroutine into the conn, whose GET
-// handler is the one writer of the SSE response. A pump hands over one
-// message at a time on an unbuffered channel, so what a slow client has
-// not read stays in the bridge's Streams (and a pump's last Take), exactly
-// as for a slow Streamable client: the conn adds no buffer of its own.
+// GET Stream are drained by a pump goroutine (Stream.Serve, without event
+// ids) into the conn, whose GET handler is the one writer of the SSE
+// response. A pump hands over one message at a time on an unbuffered
+// channel, so what a slow client has not read stays in the bridge's
+// Streams (and a pump's last batch), exactly as for a slow Streamable
+// client: the conn adds no buffer of its own.
 
 // legacyInitTimeout closes a stream that still has no session this long
 // after it opened. Clients send initialize as soon as they have the
@@ -106,13 +109,14 @@ func legacyEndpointRef(ssePath, messagePath string) string {
 // legacyConn is one open SSE stream of the legacy transport, and the
 // session behind it once the client has initialized one.
 type legacyConn struct {
-	id    string
-	owner string // auth.Principal.Key of the GET; every POST must be the same principal
-	ctx   context.Context
-	cut   func()        // drops the connection: a stream fell behind
-	out   chan []byte   // pumps to the writer, unbuffered
-	ended chan struct{} // closed when the session (or its GET stream) has ended
-	end   func()        // closes ended, once
+	id     string
+	owner  string           // auth.Principal.Key of the GET; every POST must be the same principal
+	filter *auth.ToolFilter // the principal's tool filter, for every message the pumps hand over
+	ctx    context.Context
+	cut    func()        // drops the connection: a stream fell behind
+	out    chan []byte   // pumps to the writer, unbuffered
+	ended  chan struct{} // closed when the session (or its GET stream) has ended
+	end    func()        // closes ended, once
 
 	mu           sync.Mutex
 	closed       bool // no more POSTs: the stream is going
@@ -155,49 +159,39 @@ func (c *legacyConn) session() *bridge.Session {
 	return c.sess
 }
 
-// pump moves the messages of st to the writer until st is complete or the
-// client has left (then st is detached: its requests go on, their answers
-// stay with the session, which is about to end). For the session's GET
-// stream, its end is the session's end. t, if set, audits the responses of
-// the POST that st answers. The caller is inside enter/leave.
-func (c *legacyConn) pump(st *bridge.Stream, t *postTrack, get bool) {
+// pump moves the messages of st, each through out, to the writer until st
+// is complete or the client has left (then st is detached: its requests go
+// on, their answers stay with the session, which is about to end). For the
+// session's GET stream, its end is the session's end. out.rec, if set, is
+// the record of the POST that st answers: the pump finishes it. The caller
+// is inside enter/leave.
+func (c *legacyConn) pump(st *bridge.Stream, out outbound, get bool) {
 	c.pumps.Add(1)
 	go func() {
 		defer c.pumps.Done()
-		if t != nil {
-			defer t.finish()
+		if out.rec != nil {
+			defer out.rec.finish()
 		}
 		if get {
 			defer c.end()
 		}
 		// A client that does not read would let the stream's buffer grow:
-		// past its bounds the connection is dropped, which ends the
+		// past its bounds the connection is dropped (Cut), which ends the
 		// session (the legacy transport cannot resume).
-		st.SetCut(c.cut)
-		var msgs [][]byte
-		for {
-			if err := st.Wait(c.ctx, nil); err != nil {
-				st.Detach()
-				return
-			}
-			var final bool
-			msgs, final = st.Take(msgs[:0])
-			for _, m := range msgs {
+		_ = st.Serve(c.ctx, bridge.ServeOptions{Plain: true, Cut: c.cut}, func(evs []bridge.Event) error {
+			for _, ev := range evs {
+				m, reply, ok := out.prepare(ev.Data)
 				select {
 				case c.out <- m:
 				case <-c.ctx.Done():
-					st.Detach()
-					return
+					return c.ctx.Err()
 				}
-				if t != nil {
-					t.observe(m)
+				if ok {
+					out.rec.answered(reply)
 				}
 			}
-			clear(msgs)
-			if final {
-				return
-			}
-		}
+			return nil
+		})
 	}()
 }
 
@@ -245,7 +239,7 @@ func newLegacyID() (string, error) {
 // get serves GET SSEPath: the stream, for as long as the client keeps it
 // open or the session lasts.
 func (l *legacy) get(w http.ResponseWriter, r *http.Request) error {
-	if _, sse := accepts(r.Header.Get("Accept")); !sse {
+	if !accepts(r.Header.Get("Accept")).sse {
 		return &httpError{status: http.StatusNotAcceptable, code: bridge.CodeInvalidRequest,
 			msg: "Not Acceptable: the Accept header must include text/event-stream"}
 	}
@@ -261,7 +255,8 @@ func (l *legacy) get(w http.ResponseWriter, r *http.Request) error {
 	}
 	ended := make(chan struct{})
 	var endOnce sync.Once
-	c := &legacyConn{id: id, owner: principal(r).Key(), ctx: ctx, out: make(chan []byte), ended: ended,
+	p := principal(r)
+	c := &legacyConn{id: id, owner: p.Key(), filter: l.h.opts.ToolPolicy.For(p), ctx: ctx, out: make(chan []byte), ended: ended,
 		end: func() { endOnce.Do(func() { close(ended) }) }, cut: func() { cancel(); sw.cut() }}
 	l.mu.Lock()
 	l.conns[id] = c
@@ -287,32 +282,32 @@ func (l *legacy) get(w http.ResponseWriter, r *http.Request) error {
 	if err := sw.flush(); err != nil {
 		return nil
 	}
-	log.Info("legacy SSE stream opened", "principal", principal(r).String())
+	log.Info("legacy SSE stream opened", "principal", p.String())
+	c.write(sw, l.h.opts.KeepAlive, log)
+	return nil
+}
 
-	keepAlive := time.NewTicker(l.h.opts.KeepAlive)
+// write is the one writer of the conn's SSE stream: it writes what the
+// pumps hand over, and keep-alives, until the client leaves, a write
+// fails, no initialize comes in time, or the session has ended and its
+// streams are drained.
+func (c *legacyConn) write(sw *sseWriter, keepAliveEvery time.Duration, log *slog.Logger) {
+	keepAlive := time.NewTicker(keepAliveEvery)
 	defer keepAlive.Stop()
 	noSession := time.NewTimer(legacyInitTimeout)
 	defer noSession.Stop()
+	ended := c.ended
 	var drained chan struct{} // closed once the pumps are done, after the session ended
 	batch := make([][]byte, 0, 16)
 	for {
 		select {
 		case m := <-c.out:
 			// Take what else is ready too, for one write and one flush.
-			batch = append(batch[:0], m)
-		more:
-			for len(batch) < cap(batch) {
-				select {
-				case m := <-c.out:
-					batch = append(batch, m)
-				default:
-					break more
-				}
-			}
-			for _, m := range l.h.outbound(r, batch) {
+			batch = c.more(append(batch[:0], m))
+			for _, m := range batch {
 				if err := sw.message("", m); err != nil {
 					log.Debug("legacy SSE write failed; closing the stream", "err", err)
-					return nil
+					return
 				}
 			}
 			clear(batch)
@@ -321,7 +316,7 @@ func (l *legacy) get(w http.ResponseWriter, r *http.Request) error {
 		case <-noSession.C:
 			if c.session() == nil {
 				log.Info("no initialize on the legacy SSE stream; closing it", "after", legacyInitTimeout)
-				return nil
+				return
 			}
 			continue
 		case <-ended:
@@ -335,15 +330,29 @@ func (l *legacy) get(w http.ResponseWriter, r *http.Request) error {
 			go func() { c.pumps.Wait(); close(drained) }()
 			continue
 		case <-drained:
-			return nil // the pumps handed everything over: out is unbuffered
-		case <-ctx.Done():
-			return nil
+			return // the pumps handed everything over: out is unbuffered
+		case <-c.ctx.Done():
+			return
 		}
 		if err := sw.flush(); err != nil {
 			log.Debug("legacy SSE write failed; closing the stream", "err", err)
-			return nil
+			return
 		}
 	}
+}
+
+// more appends to batch what else the pumps have ready, up to its
+// capacity, without waiting.
+func (c *legacyConn) more(batch [][]byte) [][]byte {
+	for len(batch) < cap(batch) {
+		select {
+		case m := <-c.out:
+			batch = append(batch, m)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // post serves POST MessagePath?sessionId=<id>: 202, and the answers go on
@@ -354,63 +363,44 @@ func (l *legacy) post(w http.ResponseWriter, r *http.Request) error {
 		return &httpError{status: http.StatusBadRequest, code: bridge.CodeSessionRequired,
 			msg: "Bad Request: the sessionId query parameter is required: POST to the endpoint URI the SSE stream announced"}
 	}
-	p := principal(r)
-	c := l.find(id, p.Key())
+	c := l.find(id, principal(r).Key())
 	if c == nil {
 		return bridge.ErrSessionNotFound
 	}
-	body, err := l.readBody(w, r)
+	// Unlike the Streamable endpoint, no Accept header is required:
+	// nothing is ever answered in the POST's body.
+	h := l.h
+	p, err := h.parse(w, r)
 	if err != nil {
 		return err
 	}
-	msgs, batch, err := bridge.ParseBody(body)
-	if err != nil {
-		return err
-	}
+	defer p.end()
 	if !c.enter() {
 		return bridge.ErrSessionNotFound
 	}
 	defer c.leave()
-	h := l.h
-	if hasInitialize(msgs) {
-		return l.initialize(w, r, c, msgs, batch)
+	if p.init {
+		return l.initialize(w, r, c, p)
 	}
 	sess := c.session()
 	if sess == nil {
-		return l.notInitialized(w, c, msgs)
+		return l.notInitialized(w, c, p)
 	}
-	if err := checkVersion(r); err != nil {
+	refusal, err := h.admit(r, p, sess)
+	if err != nil {
 		return err
 	}
-	if batch && sess.Version() != "2025-03-26" {
-		return &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest,
-			msg: "Invalid Request: JSON-RPC batches are not supported in protocol version " + sess.Version()}
-	}
-	t := h.track(p, sess.ID(), msgs)
-	if m := denied(msgs, h.opts.ToolPolicy.For(p)); m != nil {
-		name, _ := toolOf(m)
-		msg := "tool " + quote(name) + " is not allowed for this principal (tool policy)"
-		h.log.Info("tools/call refused by the tool policy", "tool", name)
-		if t != nil {
-			t.deny(m.ID())
-			defer t.finish()
-		}
-		if batch {
-			return &httpError{status: http.StatusForbidden, code: bridge.CodeInvalidParams, msg: "Forbidden: " + msg}
-		}
-		c.inject(bridge.ErrorBody(&bridge.Error{Code: bridge.CodeInvalidParams, Message: msg, ID: m.ID()}))
+	if refusal != nil {
+		c.inject(refusal)
 		w.WriteHeader(http.StatusAccepted)
 		return nil
 	}
-	st, err := sess.Send(msgs, false)
+	st, err := sess.Send(p.msgs, false)
 	if err != nil {
-		if t != nil {
-			t.finish()
-		}
 		return err
 	}
 	if st != nil {
-		c.pump(st, t, false)
+		c.pump(st, outbound{filter: p.filter, rec: p.handOver()}, false)
 	}
 	w.WriteHeader(http.StatusAccepted)
 	return nil
@@ -422,20 +412,21 @@ func (l *legacy) post(w http.ResponseWriter, r *http.Request) error {
 // 2026-07-28's server/discover first and falls back to initialize on any
 // error that is not a 2026-07-28 one, while a failed POST would end its
 // connection. Anything but requests is refused.
-func (l *legacy) notInitialized(w http.ResponseWriter, c *legacyConn, msgs []bridge.Message) error {
+func (l *legacy) notInitialized(w http.ResponseWriter, c *legacyConn, p *post) error {
 	msg := "Invalid Request: the session is not initialized; send initialize first"
-	for i := range msgs {
-		if msgs[i].Kind != bridge.Request {
+	if p.probe {
+		// docs/spec-rules.md, MCP 2026-07-28: era detection by clients.
+		// Not a 2026-07-28 error, so dual-era clients fall back to
+		// initialize.
+		msg = "Invalid Request: this bridge serves MCP 2024-11-05 to 2025-11-25 sessions; start one with initialize"
+	}
+	for i := range p.msgs {
+		if p.msgs[i].Kind != bridge.Request {
 			return &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest, msg: "Bad Request: the session is not initialized; send initialize first"}
 		}
-		if msgs[i].IsModernProbe() {
-			// SPEC 1.6 item 10: not a 2026-07-28 error, so dual-era
-			// clients fall back to initialize.
-			msg = "Invalid Request: this bridge serves MCP 2024-11-05 to 2025-11-25 sessions; start one with initialize"
-		}
 	}
-	for i := range msgs {
-		c.inject(bridge.ErrorBody(&bridge.Error{Code: bridge.CodeInvalidRequest, Message: msg, ID: msgs[i].ID()}))
+	for i := range p.msgs {
+		c.inject(bridge.ErrorBody(&bridge.Error{Code: bridge.CodeInvalidRequest, Message: msg, ID: p.msgs[i].ID()}))
 	}
 	w.WriteHeader(http.StatusAccepted)
 	return nil
@@ -443,63 +434,37 @@ func (l *legacy) notInitialized(w http.ResponseWriter, c *legacyConn, msgs []bri
 
 // initialize starts the conn's bridge session, whose every stream the
 // conn then reads.
-func (l *legacy) initialize(w http.ResponseWriter, r *http.Request, c *legacyConn, msgs []bridge.Message, batch bool) error {
-	if batch {
-		return &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest,
-			msg: "Invalid Request: initialize must not be part of a JSON-RPC batch"}
-	}
+func (l *legacy) initialize(w http.ResponseWriter, r *http.Request, c *legacyConn, p *post) error {
 	c.mu.Lock()
 	if c.sess != nil || c.initializing {
 		c.mu.Unlock()
-		return &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest, id: msgs[0].ID(),
+		return &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest, id: p.msgs[0].ID(),
 			msg: "Invalid Request: the session is already initialized"}
 	}
 	c.initializing = true
 	c.mu.Unlock()
-	failed := func() {
-		c.mu.Lock()
-		c.initializing = false // the client may try again
-		c.mu.Unlock()
-	}
 	h := l.h
-	p := principal(r)
-	release, err := h.limits.reserveSession(p)
-	if err != nil {
-		failed()
-		return err
-	}
-	// The same start as the Streamable endpoint's: the child gets the
-	// principal's --claim-env variables (ClaimEnv) here too.
-	sess, st, err := h.b.InitializeAs(r.Context(), owner(p), claimEnv(h.opts.ClaimEnv, p), msgs[0], false)
-	if err != nil {
-		release()
-		failed()
-		return err
-	}
-	h.limits.holdSession(sess, release)
+	// The same start as the Streamable endpoint's: the principal's
+	// session slot, and its --claim-env variables for the child.
+	sess, st, err := h.initialize(r, p)
 	c.mu.Lock()
-	c.sess, c.initializing = sess, false
+	c.initializing = false // on failure, the client may try again
+	if err == nil {
+		c.sess = sess
+	}
 	c.mu.Unlock()
-	c.pump(st, h.track(p, sess.ID(), msgs), false)
+	if err != nil {
+		return err
+	}
+	c.pump(st, outbound{filter: c.filter, rec: p.handOver()}, false)
 	// The session's GET stream carries what relates to no request; it is
 	// open for the session's whole life, so nothing waits in the queue.
 	if get, err := sess.OpenStream(); err != nil {
 		c.end() // the session is already over (its child exited at once)
 	} else {
-		c.pump(get, nil, true)
+		c.pump(get, outbound{filter: c.filter}, true)
 	}
 	h.log.Info("legacy session started", "legacy_session", c.id, "session", sess.ID())
 	w.WriteHeader(http.StatusAccepted)
 	return nil
-}
-
-// readBody checks a POST's Content-Type and reads its body within
-// MaxBodyBytes. Unlike the Streamable endpoint, no Accept header is
-// required: nothing is ever answered in the POST's body.
-func (l *legacy) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	if !isJSONMediaType(r.Header.Get("Content-Type")) {
-		return nil, &httpError{status: http.StatusUnsupportedMediaType, code: bridge.CodeInvalidRequest,
-			msg: "Unsupported Media Type: Content-Type must be application/json"}
-	}
-	return readBody(w, r, l.h.opts.MaxBodyBytes)
 }

@@ -1,7 +1,8 @@
 package httpapi_test
 
-// The legacy HTTP+SSE transport (MCP 2024-11-05), SPEC.md section 4 cases
-// 47 to 52, over raw HTTP: what the bytes on the wire are is the point.
+// The legacy HTTP+SSE transport (MCP 2024-11-05; docs/spec-rules.md,
+// Legacy HTTP+SSE), over raw HTTP: what the bytes on the wire are is the
+// point.
 
 import (
 	"context"

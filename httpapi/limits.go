@@ -17,7 +17,8 @@ import (
 // limits are the per-principal caps: live sessions, POSTs being served at
 // once, and a request rate. Each refusal is 429 with Retry-After. They are
 // explicit counters rather than chi's Throttle, which would count every
-// long-lived stream against the cap for its whole life (LIBS.md section 4).
+// long-lived stream against the cap for its whole life (docs/decisions.md,
+// per-principal limits).
 type limits struct {
 	maxSessions int
 	maxInFlight int

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"log/slog"
@@ -105,11 +104,14 @@ func newMetrics(opts Options) *metrics {
 		Help:    "Time from a JSON-RPC request's arrival to its response being written, for requests that got one (ok or error), by method.",
 		Buckets: latencyBuckets,
 	}, []string{"method"})
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	m := &metrics{
 		path:     opts.Path,
 		scrape:   opts.MetricsAuth,
 		log:      opts.Logger,
-		now:      time.Now,
+		now:      opts.Now,
 		byMethod: make(map[string]*methodMetrics, len(methodLabels)),
 		http: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcp_bridge_http_requests_total",
@@ -157,12 +159,25 @@ func (m *metrics) middleware(next http.Handler) http.Handler {
 			}
 			m.handler.ServeHTTP(w, r)
 		case r.URL.Path == m.path:
-			ex := &exchange{ResponseWriter: w, m: m, start: m.now(), post: r.Method == http.MethodPost}
-			if ex.post && r.Body != nil {
-				r.Body = &countingBody{ReadCloser: r.Body, m: m}
+			ex := &exchange{ResponseWriter: w, m: m}
+			post := r.Method == http.MethodPost
+			if post {
+				// The POST's record, which the POST pipeline fills and
+				// feeds, and which is complete at the latest when the
+				// handler has returned.
+				ex.rec = record{now: m.now, start: m.now(), metrics: m}
+				r = r.WithContext(withRecord(r.Context(), &ex.rec))
+				if r.Body != nil {
+					r.Body = &countingBody{ReadCloser: r.Body, m: m}
+				}
 			}
 			next.ServeHTTP(ex, r)
-			ex.finish(r.Method) // not deferred: a handler that panicked has no status to count
+			// Not deferred: a handler that panicked has no status to count.
+			ex.finish(r.Method)
+			if post {
+				ex.rec.status = ex.status
+				ex.rec.finish()
+			}
 		default:
 			next.ServeHTTP(w, r)
 		}
@@ -218,47 +233,14 @@ func (b *countingBody) Read(p []byte) (int, error) {
 }
 
 // exchange is one HTTP request to the MCP endpoint, seen from its
-// response: it wraps the ResponseWriter to learn the status, count the
-// bytes, and spot, in what is written, the response to each request of a
-// POST, which gives that request's outcome and latency.
-//
-// The handler tells it the POST's messages once it has parsed them
-// (parsed), and the SSE writer shows it each message it writes (sawMessage):
-// neither the body nor an SSE stream is parsed twice or copied.
+// response: it wraps the ResponseWriter to learn the status and count the
+// bytes. For a POST it holds the record (observe.go), in the same
+// allocation.
 type exchange struct {
 	http.ResponseWriter
 	m      *metrics
-	start  time.Time
-	post   bool
 	status int
-
-	sse     bool
-	pending []pendingRequest // the POST's requests
-	others  []*methodMetrics // its notifications and responses
-	left    int              // how many of pending still wait
-	jsonBuf []byte           // a JSON body written in pieces
-}
-
-// exchangeOf finds the exchange among the wrappers of w, if the request
-// is observed.
-func exchangeOf(w http.ResponseWriter) *exchange {
-	for {
-		switch t := w.(type) {
-		case *exchange:
-			return t
-		case interface{ Unwrap() http.ResponseWriter }:
-			w = t.Unwrap()
-		default:
-			return nil
-		}
-	}
-}
-
-// pendingRequest is a request of the POST; done once its response passed.
-type pendingRequest struct {
-	id   []byte
-	mm   *methodMetrics
-	done bool
+	rec    record
 }
 
 func (e *exchange) Unwrap() http.ResponseWriter { return e.ResponseWriter }
@@ -274,7 +256,6 @@ func (e *exchange) Flush() { _ = e.FlushError() }
 func (e *exchange) WriteHeader(code int) {
 	if e.status == 0 {
 		e.status = code
-		e.started()
 	}
 	e.ResponseWriter.WriteHeader(code)
 }
@@ -282,76 +263,10 @@ func (e *exchange) WriteHeader(code int) {
 func (e *exchange) Write(p []byte) (int, error) {
 	if e.status == 0 {
 		e.status = http.StatusOK
-		e.started()
 	}
 	n, err := e.ResponseWriter.Write(p)
 	e.m.sent.Add(float64(n))
-	if e.left > 0 && !e.sse {
-		e.scan(p[:n])
-	}
 	return n, err
-}
-
-// sawMessage is called by the SSE writer with each message it writes.
-func (e *exchange) sawMessage(data []byte) {
-	if e.left > 0 && len(data) > 0 && (data[0] == '{' || data[0] == '[') {
-		bridge.EachResponse(data, e.answered)
-	}
-}
-
-// started runs when the status is known.
-func (e *exchange) started() {
-	e.sse = e.post && e.status < 300 && e.Header().Get("Content-Type") == "text/event-stream"
-}
-
-// parsed lists the POST's messages, as the handler parsed them: requests
-// wait for their response, notifications and responses only need
-// counting. A body that did not parse has none.
-func (e *exchange) parsed(msgs []bridge.Message) {
-	for i := range msgs {
-		switch msgs[i].Kind {
-		case bridge.Request:
-			e.pending = append(e.pending, pendingRequest{id: msgs[i].ID(), mm: e.m.forMethod(msgs[i].Method)})
-		case bridge.Notification:
-			e.others = append(e.others, e.m.forMethod(msgs[i].Method))
-		case bridge.Response:
-			e.others = append(e.others, e.m.byMethod[methodResponse])
-		}
-	}
-	e.left = len(e.pending)
-}
-
-// scan looks for responses in a JSON body. writeJSON writes the whole
-// body at once, with its length for a single message: it is scanned in
-// place. Anything else is gathered and scanned when the handler returns.
-func (e *exchange) scan(p []byte) {
-	if e.status >= 300 {
-		return
-	}
-	if len(e.jsonBuf) == 0 && e.Header().Get("Content-Length") == strconv.Itoa(len(p)) {
-		bridge.EachResponse(p, e.answered)
-		return
-	}
-	e.jsonBuf = append(e.jsonBuf, p...)
-}
-
-// answered records the response to one of the POST's requests.
-func (e *exchange) answered(id []byte, isError bool) {
-	for i := range e.pending {
-		r := &e.pending[i]
-		if r.done || !bytes.Equal(r.id, id) {
-			continue
-		}
-		r.done = true
-		e.left--
-		if isError {
-			r.mm.error.Inc()
-		} else {
-			r.mm.ok.Inc()
-		}
-		r.mm.latency.Observe(e.m.now().Sub(e.start).Seconds())
-		return
-	}
 }
 
 // finish counts the exchange once the handler has returned.
@@ -368,37 +283,47 @@ func (e *exchange) finish(method string) {
 	if reason := authFailure(e.status, e.Header().Get("WWW-Authenticate")); reason != "" {
 		e.m.authFail.WithLabelValues(reason).Inc()
 	}
-	if !e.post {
+}
+
+// observe counts a POST's messages from its complete record: requests by
+// the outcome their response gave (and its latency), or as unanswered;
+// notifications and responses as accepted; all of them as refused when
+// the POST was (nothing reached the server).
+func (m *metrics) observe(rec *record) {
+	if rec.status >= 400 {
+		// A body never read (406, 415) or not JSON-RPC counts once, as
+		// "other".
+		if len(rec.calls) == 0 {
+			m.byMethod[methodOther].refused.Inc()
+		}
+		for i := range rec.calls {
+			m.forCall(&rec.calls[i]).refused.Inc()
+		}
 		return
 	}
-	if e.status >= 400 {
-		// Nothing reached the server. A body never read (406, 415) or not
-		// JSON-RPC counts once, as "other".
-		if len(e.pending)+len(e.others) == 0 {
-			e.m.byMethod[methodOther].refused.Inc()
-		}
-		for _, r := range e.pending {
-			r.mm.refused.Inc()
-		}
-		for _, mm := range e.others {
-			mm.refused.Inc()
-		}
-		return
-	}
-	if len(e.jsonBuf) > 0 && e.left > 0 {
-		bridge.EachResponse(e.jsonBuf, e.answered)
-	}
-	// Notifications and responses were accepted (202, or alongside
-	// requests in a batch); requests got their outcome from their
-	// response, or left without it.
-	for _, mm := range e.others {
-		mm.ok.Inc()
-	}
-	for _, r := range e.pending {
-		if !r.done {
-			r.mm.unanswered.Inc()
+	for i := range rec.calls {
+		c := &rec.calls[i]
+		mm := m.forCall(c)
+		switch {
+		case c.kind != bridge.Request:
+			mm.ok.Inc() // accepted: 202, or alongside requests in a batch
+		case c.outcome == unanswered:
+			mm.unanswered.Inc() // the client left; the answer stays with the session
+		case c.outcome == answeredOK:
+			mm.ok.Inc()
+			mm.latency.Observe(c.at.Sub(rec.start).Seconds())
+		default: // an error, the bridge's own answer to a denied call included
+			mm.error.Inc()
+			mm.latency.Observe(c.at.Sub(rec.start).Seconds())
 		}
 	}
+}
+
+func (m *metrics) forCall(c *callRecord) *methodMetrics {
+	if c.kind == bridge.Response {
+		return m.byMethod[methodResponse]
+	}
+	return m.forMethod(c.method)
 }
 
 // httpKey is one label combination of metrics.http.

@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -329,62 +331,61 @@ func TestMetricsTimeoutsAndLateProgress(t *testing.T) {
 	}
 }
 
-// TestExchangeScan: the outcome of a POST's requests is read from the
-// messages the handler parsed and what it writes: a JSON body however its
-// writes are cut, or the messages of an SSE stream as the SSE writer
-// writes them.
-func TestExchangeScan(t *testing.T) {
+// TestObserver: one record per POST, filled from the messages the
+// pipeline parsed and told each message written back, gives the metrics
+// every outcome and latency and the audit log its lines, whether the
+// answers went as JSON or as SSE events, and whatever the POST's end.
+func TestObserver(t *testing.T) {
 	const (
-		req1   = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`
+		req1   = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"m":1}}}`
 		ok1    = `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`
 		err1   = `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"no"}}`
 		prog   = `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}`
 		batch  = `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}]`
-		answer = `[{"jsonrpc":"2.0","id":2,"result":{}},{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}]`
+		pong2  = `{"jsonrpc":"2.0","id":2,"result":{}}`
+		pong1e = `{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}`
 	)
 	big := `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + strings.Repeat("x", 2*bigEvent) + `"}}`
-	cut := func(s string, at ...int) []string {
-		var out []string
-		prev := 0
-		for _, i := range at {
-			out = append(out, s[prev:i])
-			prev = i
-		}
-		return append(out, s[prev:])
-	}
 	tests := []struct {
 		name   string
 		body   string
-		status int
-		ctype  string
-		length bool     // set Content-Length (writeJSON does for one message)
-		writes []string // a JSON body's writes
-		sse    []string // messages written as SSE events
+		deny   int // index of a call the policy denies; -1: none
+		status int // 0: the handler writes nothing
+		sse    bool
+		sent   []string // messages written back
 		want   map[string]float64
+		audit  []string // "method tool outcome code"
 	}{
-		{"JSON result", req1, 200, "application/json", true, []string{ok1}, nil,
-			map[string]float64{reqs("tools/call", "ok"): 1}},
-		{"JSON error", req1, 200, "application/json", true, []string{err1}, nil,
-			map[string]float64{reqs("tools/call", "error"): 1}},
-		{"SSE, progress then result", req1, 200, "", false, nil, []string{prog, ok1},
-			map[string]float64{reqs("tools/call", "ok"): 1}},
-		{"SSE, a big message then the error", req1, 200, "", false, nil, []string{big, err1},
-			map[string]float64{reqs("tools/call", "error"): 1}},
-		{"SSE, client gone before the result", req1, 200, "", false, nil, []string{prog},
-			map[string]float64{reqs("tools/call", "unanswered"): 1}},
-		{"nothing written", req1, 0, "", false, nil, nil,
-			map[string]float64{reqs("tools/call", "unanswered"): 1}},
-		{"JSON batch in two writes", batch, 200, "application/json", false, cut(answer, 30), nil,
-			map[string]float64{reqs("ping", "ok"): 1, reqs("ping", "error"): 1, reqs("notifications/cancelled", "ok"): 1}},
-		{"refused batch", batch, 400, "application/json", false, []string{`{"error":{}}`}, nil,
-			map[string]float64{reqs("ping", "refused"): 2, reqs("notifications/cancelled", "refused"): 1}},
-		{"refused, not JSON", `{"jsonrpc":`, 400, "application/json", false, []string{`{}`}, nil,
-			map[string]float64{reqs("other", "refused"): 1}},
-		{"an unknown method is other", `{"jsonrpc":"2.0","id":"q","method":"vendor/thing"}`, 200, "application/json", true,
-			[]string{`{"jsonrpc":"2.0","id":"q","result":{}}`}, nil,
-			map[string]float64{reqs("other", "ok"): 1}},
-		{"a client's response", `{"jsonrpc":"2.0","id":5,"result":{}}`, 202, "", false, nil, nil,
-			map[string]float64{reqs("response", "ok"): 1}},
+		{"JSON result", req1, -1, 200, false, []string{ok1},
+			map[string]float64{reqs("tools/call", "ok"): 1}, []string{"tools/call echo ok 0"}},
+		{"JSON error", req1, -1, 200, false, []string{err1},
+			map[string]float64{reqs("tools/call", "error"): 1}, []string{"tools/call echo error -32602"}},
+		{"SSE, progress then result", req1, -1, 200, true, []string{prog, ok1},
+			map[string]float64{reqs("tools/call", "ok"): 1}, []string{"tools/call echo ok 0"}},
+		{"SSE, a big message then the error", req1, -1, 200, true, []string{big, err1},
+			map[string]float64{reqs("tools/call", "error"): 1}, []string{"tools/call echo error -32602"}},
+		{"SSE, client gone before the result", req1, -1, 200, true, []string{prog},
+			map[string]float64{reqs("tools/call", "unanswered"): 1}, []string{"tools/call echo no_response 0"}},
+		{"nothing written", req1, -1, 0, false, nil,
+			map[string]float64{reqs("tools/call", "unanswered"): 1}, []string{"tools/call echo no_response 0"}},
+		{"a batch answered out of order", batch, -1, 200, false, []string{pong2, pong1e},
+			map[string]float64{reqs("ping", "ok"): 1, reqs("ping", "error"): 1, reqs("notifications/cancelled", "ok"): 1},
+			[]string{"ping  error 1", "ping  ok 0"}},
+		{"refused batch", batch, -1, 400, false, nil,
+			map[string]float64{reqs("ping", "refused"): 2, reqs("notifications/cancelled", "refused"): 1},
+			[]string{"ping  no_response 0", "ping  no_response 0"}},
+		{"refused, not JSON", `{"jsonrpc":`, -1, 400, false, nil,
+			map[string]float64{reqs("other", "refused"): 1}, nil},
+		{"an unknown method is other", `{"jsonrpc":"2.0","id":"q","method":"vendor/thing"}`, -1, 200, false,
+			[]string{`{"jsonrpc":"2.0","id":"q","result":{}}`},
+			map[string]float64{reqs("other", "ok"): 1}, []string{"vendor/thing  ok 0"}},
+		{"a client's response", `{"jsonrpc":"2.0","id":5,"result":{}}`, -1, 202, false, nil,
+			map[string]float64{reqs("response", "ok"): 1}, nil},
+		{"a denied call, answered by the bridge", req1, 0, 200, false, nil,
+			map[string]float64{reqs("tools/call", "error"): 1}, []string{"tools/call echo denied -32602"}},
+		{"a batch with a denied call, refused whole", `[` + req1 + `,{"jsonrpc":"2.0","id":2,"method":"ping"}]`, 0, 403, false, nil,
+			map[string]float64{reqs("tools/call", "refused"): 1, reqs("ping", "refused"): 1},
+			[]string{"tools/call echo denied -32602", "ping  no_response 0"}},
 	}
 	b, err := bridge.New(bridge.Config{Command: []string{"true"}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -394,41 +395,40 @@ func TestExchangeScan(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := newMetrics(Options{Bridge: b, Path: DefaultPath})
+			var lines bytes.Buffer
+			audit := &auditLog{w: &lines, now: time.Now}
 			h := m.middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				body, err := io.ReadAll(r.Body)
 				if err != nil {
 					t.Error(err)
 				}
-				if msgs, _, err := bridge.ParseBody(body); err == nil {
-					exchangeOf(w).parsed(msgs) // as readPost does
+				rec := recordOf(r)
+				if msgs, batch, err := bridge.ParseBody(body); err == nil {
+					rec.parsed(msgs, batch) // as parse does
+					rec.audit = audit       // as admit does
 				}
-				if tt.status == 0 {
-					return
+				if tt.deny >= 0 {
+					rec.deny(tt.deny)
 				}
-				if tt.sse != nil {
+				out := outbound{rec: rec}
+				switch {
+				case tt.status == 0:
+				case tt.sse:
 					sw, err := startSSE(r.Context(), w, time.Minute)
 					if err != nil {
 						t.Fatal(err)
 					}
-					for i, m := range tt.sse {
-						if err := sw.message(fmt.Sprintf("1_%d", i+1), []byte(m)); err != nil {
+					for i, m := range tt.sent {
+						if err := sw.events([]bridge.Event{{ID: fmt.Sprintf("1_%d", i+1), Data: []byte(m)}}, out); err != nil {
 							t.Fatal(err)
 						}
 					}
-					if err := sw.flush(); err != nil {
-						t.Fatal(err)
+				default:
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(tt.status)
+					for _, m := range tt.sent {
+						_, _ = w.Write(out.message([]byte(m)))
 					}
-					return
-				}
-				if tt.ctype != "" {
-					w.Header().Set("Content-Type", tt.ctype)
-				}
-				if tt.length {
-					w.Header().Set("Content-Length", strconv.Itoa(len(strings.Join(tt.writes, ""))))
-				}
-				w.WriteHeader(tt.status)
-				for _, p := range tt.writes {
-					_, _ = w.Write([]byte(p))
 				}
 			}))
 			rec := httptest.NewRecorder()
@@ -448,7 +448,52 @@ func TestExchangeScan(t *testing.T) {
 			if got["mcp_bridge_http_sent_bytes_total"] != float64(sent) {
 				t.Errorf("sent %v bytes, want %d", got["mcp_bridge_http_sent_bytes_total"], sent)
 			}
+			var auditGot []string
+			for _, l := range strings.Split(strings.TrimSpace(lines.String()), "\n") {
+				if l == "" {
+					continue
+				}
+				var e auditEntry
+				if err := json.Unmarshal([]byte(l), &e); err != nil {
+					t.Fatalf("audit line %q: %v", l, err)
+				}
+				auditGot = append(auditGot, fmt.Sprintf("%s %s %s %d", e.Method, e.Tool, e.Outcome, e.ErrorCode))
+			}
+			if strings.Join(auditGot, "\n") != strings.Join(tt.audit, "\n") {
+				t.Errorf("audit:\n%s\nwant:\n%s", strings.Join(auditGot, "\n"), strings.Join(tt.audit, "\n"))
+			}
 		})
+	}
+}
+
+// TestRecordCompleteBeforeWrite: the record is complete, and read, when
+// its last response is told, before that response is written, so a
+// client that has read its answer finds the audit line written and the
+// metrics counted; and once only, however often it is finished.
+func TestRecordCompleteBeforeWrite(t *testing.T) {
+	var lines bytes.Buffer
+	rec := &record{now: time.Now, start: time.Now(), audit: &auditLog{w: &lines, now: time.Now}}
+	msgs, batch, err := bridge.ParseBody([]byte(`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.parsed(msgs, batch)
+	out := outbound{rec: rec}
+	out.message([]byte(`{"jsonrpc":"2.0","id":2,"result":{}}`))
+	if lines.Len() != 0 {
+		t.Fatalf("audited with a request still waiting: %s", lines.String())
+	}
+	out.message([]byte(`{"jsonrpc":"2.0","id":2,"result":{}}`)) // a second answer to 2 is no answer to 1
+	if lines.Len() != 0 {
+		t.Fatalf("a repeated response completed the record: %s", lines.String())
+	}
+	out.message([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	if n := strings.Count(lines.String(), "\n"); n != 2 {
+		t.Fatalf("%d audit lines once both were answered, want 2: %s", n, lines.String())
+	}
+	rec.finish()
+	if n := strings.Count(lines.String(), "\n"); n != 2 {
+		t.Fatalf("%d audit lines after finish, want still 2", n)
 	}
 }
 

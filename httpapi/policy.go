@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -14,12 +13,16 @@ import (
 )
 
 // The tool policy and the audit log both look at a POST's requests on the
-// way in and at their responses on the way out: a denied tools/call never
-// reaches the child, a tools/list result loses the tools the principal may
-// not call, and every request gets one audit line once its response is
-// written (or the client is gone).
+// way in and at their responses on the way out, through the POST's record
+// (observe.go): a denied tools/call never reaches the child (admit), a
+// tools/list result loses the tools the principal may not call (outbound),
+// and every request gets one audit line once its response is written (or
+// the client is gone).
 
-const methodToolsCall = "tools/call"
+const (
+	methodToolsCall = "tools/call"
+	methodToolsList = "tools/list"
+)
 
 // auditLog writes one JSON object per line. Writes are serialised, so
 // lines never interleave.
@@ -53,190 +56,54 @@ func (a *auditLog) write(e auditEntry) {
 	_, _ = a.w.Write(append(b, '\n'))
 }
 
-// callParams are the parts of a tools/call the policy and the audit read.
-type callParams struct {
-	Params struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	} `json:"params"`
-}
-
-func toolOf(m *bridge.Message) (name string, args json.RawMessage) {
-	if m.Method != methodToolsCall {
-		return "", nil
+// observe writes the audit lines of a complete record: one per request,
+// with the time its response went out (or it was refused), or
+// no_response for a request whose response never went out on this POST
+// (the client left; the answer stays with the session).
+func (a *auditLog) observe(rec *record) {
+	now := a.now()
+	for i := range rec.calls {
+		c := &rec.calls[i]
+		if c.kind != bridge.Request {
+			continue
+		}
+		tool, args := c.toolCall()
+		e := auditEntry{Principal: rec.principal.String(), Issuer: rec.principal.Issuer, Session: rec.session,
+			Method: c.method, Tool: tool, ErrorCode: c.code}
+		at := c.at
+		switch c.outcome {
+		case answeredOK:
+			e.Outcome = "ok"
+		case answeredError:
+			e.Outcome = "error"
+		case deniedByPolicy:
+			e.Outcome = "denied"
+		default:
+			e.Outcome, at = "no_response", now
+		}
+		e.Time = at.UTC().Format(time.RFC3339Nano)
+		e.DurationMS = float64(at.Sub(rec.start).Microseconds()) / 1000
+		if a.args {
+			e.Arguments = args
+		}
+		a.write(e)
 	}
-	var c callParams
-	_ = json.Unmarshal(m.Raw, &c)
-	return c.Params.Name, c.Params.Arguments
 }
 
-// postTrack follows one POST's requests until their responses are out.
-type postTrack struct {
-	audit   *auditLog
-	p       auth.Principal
-	session string
-
-	mu      sync.Mutex
-	pending map[string]*pendingCall // by the request id's raw bytes
-}
-
-type pendingCall struct {
-	method, tool string
-	args         json.RawMessage
-	start        time.Time
-}
-
-type trackKey struct{}
-
-// track starts following msgs for the audit log; nil without one.
-func (h *mcpHandler) track(p auth.Principal, session string, msgs []bridge.Message) *postTrack {
+// follow has the audit log follow the POST's requests, as the principal
+// and in the session that admission found (none in stateless mode).
+func (h *mcpHandler) follow(p *post, pr auth.Principal, session string) {
 	if h.audit == nil {
-		return nil
-	}
-	t := &postTrack{audit: h.audit, p: p, session: session, pending: make(map[string]*pendingCall)}
-	now := h.audit.now()
-	for i := range msgs {
-		m := &msgs[i]
-		if m.Kind != bridge.Request {
-			continue
-		}
-		tool, args := toolOf(m)
-		if !h.audit.args {
-			args = nil
-		}
-		t.pending[string(m.ID())] = &pendingCall{method: m.Method, tool: tool, args: args, start: now}
-	}
-	return t
-}
-
-func (t *postTrack) entry(c *pendingCall, outcome string, code int) auditEntry {
-	now := t.audit.now()
-	return auditEntry{
-		Time: now.UTC().Format(time.RFC3339Nano), Principal: t.p.String(), Issuer: t.p.Issuer,
-		Session: t.session, Method: c.method, Tool: c.tool, Outcome: outcome, ErrorCode: code,
-		DurationMS: float64(now.Sub(c.start).Microseconds()) / 1000, Arguments: c.args,
-	}
-}
-
-// observe writes the audit line of the request msg answers, if msg is a
-// response to one of this POST's requests.
-func (t *postTrack) observe(msg []byte) {
-	var r struct {
-		ID     json.RawMessage     `json:"id"`
-		Method *string             `json:"method"`
-		Error  *struct{ Code int } `json:"error"`
-	}
-	if json.Unmarshal(msg, &r) != nil || r.Method != nil || r.ID == nil {
 		return
 	}
-	t.mu.Lock()
-	c := t.pending[string(r.ID)]
-	delete(t.pending, string(r.ID))
-	t.mu.Unlock()
-	if c == nil {
-		return
-	}
-	if r.Error != nil {
-		t.audit.write(t.entry(c, "error", r.Error.Code))
-		return
-	}
-	t.audit.write(t.entry(c, "ok", 0))
+	p.rec.audit, p.rec.principal, p.rec.session = h.audit, pr, session
 }
 
-// deny writes the audit line of a request refused by the policy.
-func (t *postTrack) deny(id []byte) {
-	t.mu.Lock()
-	c := t.pending[string(id)]
-	delete(t.pending, string(id))
-	t.mu.Unlock()
-	if c != nil {
-		t.audit.write(t.entry(c, "denied", bridge.CodeInvalidParams))
-	}
-}
-
-// finish writes a line for each request whose response never went out on
-// this POST (the client left; the answer stays with the session).
-func (t *postTrack) finish() {
-	t.mu.Lock()
-	left := t.pending
-	t.pending = nil
-	t.mu.Unlock()
-	for _, c := range left {
-		t.audit.write(t.entry(c, "no_response", 0))
-	}
-}
-
-// denied returns the first request of msgs the principal's filter does not
-// allow: a tools/call of a tool it may not call.
-func denied(msgs []bridge.Message, f *auth.ToolFilter) *bridge.Message {
-	if f == nil {
-		return nil
-	}
-	for i := range msgs {
-		if msgs[i].Kind != bridge.Request {
-			continue
-		}
-		if name, _ := toolOf(&msgs[i]); msgs[i].Method == methodToolsCall && !f.Allowed(name) {
-			return &msgs[i]
-		}
-	}
-	return nil
-}
-
-// refuseTool answers a denied tools/call without the child: for a single
-// request, its JSON-RPC error, as the child would answer an unknown tool;
-// a batch is refused whole (403), since its other requests would need
-// answers the bridge cannot give.
-func (h *mcpHandler) refuseTool(w http.ResponseWriter, r *http.Request, m *bridge.Message, batch, wantJSON bool, t *postTrack) error {
-	name, _ := toolOf(m)
-	h.log.Info("tools/call refused by the tool policy", "tool", name)
-	msg := "tool " + quote(name) + " is not allowed for this principal (tool policy)"
-	if t != nil {
-		t.deny(m.ID())
-	}
-	if batch {
-		return &httpError{status: http.StatusForbidden, code: bridge.CodeInvalidParams, msg: "Forbidden: " + msg}
-	}
-	body := bridge.ErrorBody(&bridge.Error{Code: bridge.CodeInvalidParams, Message: msg, ID: m.ID()})
-	if wantJSON {
-		writeJSON(w, [][]byte{body}, false)
-		return nil
-	}
-	h.sseOne(w, r, body)
-	return nil
-}
-
-// outbound applies the tool policy and the audit to messages about to be
-// written to the client: it is called on every stream, so a tools/list
-// result is filtered however it travels (its POST, a resumed stream).
-func (h *mcpHandler) outbound(r *http.Request, msgs [][]byte) [][]byte {
-	filter := h.outboundFilter(r)
-	for i, m := range msgs {
-		msgs[i] = filter(m)
-	}
-	return msgs
-}
-
-// outboundFilter is outbound for one message at a time.
-func (h *mcpHandler) outboundFilter(r *http.Request) func([]byte) []byte {
-	if h.opts.ToolPolicy == nil && h.audit == nil {
-		return func(m []byte) []byte { return m }
-	}
-	f := h.opts.ToolPolicy.For(principal(r))
-	t, _ := r.Context().Value(trackKey{}).(*postTrack)
-	return func(m []byte) []byte {
-		if f != nil {
-			m = filterToolList(m, f)
-		}
-		if t != nil {
-			t.observe(m)
-		}
-		return m
-	}
-}
-
-func withTrack(ctx context.Context, t *postTrack) context.Context {
-	return context.WithValue(ctx, trackKey{}, t)
+// outbound is what the messages of one response pass through: the
+// principal's tool filter, and rec, the record of the POST they answer
+// (nil for a stream that answers none: a GET, a resume).
+func (h *mcpHandler) outbound(r *http.Request, rec *record) outbound {
+	return outbound{filter: h.opts.ToolPolicy.For(principal(r)), rec: rec}
 }
 
 // filterToolList removes from a tools/list result the tools f does not

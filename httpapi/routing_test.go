@@ -11,9 +11,10 @@ import (
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 )
 
-// TestExactlyOnce is SPEC.md case 35: with two POST streams and the GET
-// stream open, every message the child writes is delivered on exactly one
-// of them, progress on its own request's stream.
+// TestExactlyOnce (docs/spec-rules.md, Streamable HTTP: one message, one
+// stream): with two POST streams and the GET stream open, every message
+// the child writes is delivered on exactly one of them, progress on its
+// own request's stream.
 func TestExactlyOnce(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	sid := e.initialize("2025-11-25")

@@ -2,11 +2,14 @@
 // endpoint (POST, GET, DELETE), the SSE writer, the Origin and Host checks,
 // CORS, authentication of every MCP request and the protected-resource
 // metadata, per-principal limits, body limits and the health endpoint. It
-// turns HTTP into bridge calls, and bridge and auth errors into HTTP
-// statuses, each in one place (errorStatus, authStatus).
+// turns HTTP into bridge calls, through one POST pipeline for every
+// transport (post.go) observed once per POST (observe.go), and bridge and
+// auth errors into HTTP statuses, each in one place (errorStatus,
+// authStatus).
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -173,51 +176,67 @@ type Options struct {
 	Context context.Context
 }
 
-// Handler returns the bridge's HTTP handler.
+// Handler returns the bridge's HTTP handler: the options with their
+// defaults (withDefaults), then the routes.
 func Handler(opts Options) (http.Handler, error) {
-	if opts.Bridge == nil {
-		return nil, errors.New("httpapi: no bridge")
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
 	}
-	if opts.Path == "" {
-		opts.Path = DefaultPath
+	return routes(opts)
+}
+
+// legacyOn says whether the legacy HTTP+SSE endpoints are served: not in
+// Stateless mode, which has no sessions.
+func (o *Options) legacyOn() bool { return !o.DisableLegacySSE && !o.Stateless }
+
+// withDefaults returns o with every zero value that has a default filled
+// in, or the error of an option that cannot work.
+func (o Options) withDefaults() (Options, error) {
+	if o.Bridge == nil {
+		return o, errors.New("httpapi: no bridge")
 	}
-	if opts.SSEPath == "" {
-		opts.SSEPath = path.Join(path.Dir(opts.Path), "sse")
-	}
-	if opts.MessagePath == "" {
-		opts.MessagePath = path.Join(path.Dir(opts.Path), "message")
-	}
-	legacyOn := !opts.DisableLegacySSE && !opts.Stateless
-	if legacyOn {
-		if err := checkLegacyPaths(opts); err != nil {
-			return nil, err
+	o.Path = cmp.Or(o.Path, DefaultPath)
+	o.SSEPath = cmp.Or(o.SSEPath, path.Join(path.Dir(o.Path), "sse"))
+	o.MessagePath = cmp.Or(o.MessagePath, path.Join(path.Dir(o.Path), "message"))
+	if o.legacyOn() {
+		if err := checkLegacyPaths(o); err != nil {
+			return o, err
 		}
 	}
-	if opts.MaxBodyBytes <= 0 {
-		opts.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	switch opts.ResponseMode {
+	switch o.ResponseMode {
 	case "":
-		opts.ResponseMode = ModeAuto
+		o.ResponseMode = ModeAuto
 	case ModeAuto, ModeSSE, ModeJSON:
 	default:
-		return nil, fmt.Errorf("httpapi: response mode %q: want auto, sse or json", opts.ResponseMode)
+		return o, fmt.Errorf("httpapi: response mode %q: want auto, sse or json", o.ResponseMode)
 	}
-	if opts.SSEDelay <= 0 {
-		opts.SSEDelay = DefaultSSEDelay
+	o.MaxBodyBytes = positiveOr(o.MaxBodyBytes, DefaultMaxBodyBytes)
+	o.SSEDelay = positiveOr(o.SSEDelay, DefaultSSEDelay)
+	o.KeepAlive = positiveOr(o.KeepAlive, DefaultKeepAlive)
+	o.WriteTimeout = positiveOr(o.WriteTimeout, DefaultWriteTimeout)
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
-	if opts.KeepAlive <= 0 {
-		opts.KeepAlive = DefaultKeepAlive
+	if o.Now == nil {
+		o.Now = time.Now
 	}
-	if opts.WriteTimeout <= 0 {
-		opts.WriteTimeout = DefaultWriteTimeout
+	return o, nil
+}
+
+// positiveOr is v, or def when v is not positive (zero and negative
+// values both mean "the default").
+func positiveOr[T int64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	return v
+}
+
+// routes builds the router for opts, whose defaults are filled in: the
+// checks every request meets, then the unauthenticated operations
+// endpoints, then the MCP endpoints behind authentication and limits.
+func routes(opts Options) (http.Handler, error) {
 	origins, err := newOriginMatcher(opts.AllowedOrigins)
 	if err != nil {
 		return nil, err
@@ -238,9 +257,9 @@ func Handler(opts Options) (http.Handler, error) {
 	// no request from it reaches anything behind.
 	r.Use(guard{origins: origins, loopbackOnly: opts.LoopbackOnly, refused: newOriginLog(opts.Logger, opts.Now)}.middleware)
 	r.Use(newCORS(origins))
-	// Operations (metrics.go, ready.go): /metrics, /readyz, and metrics of
-	// the MCP endpoint. Unauthenticated, like /healthz, but for /metrics
-	// with MetricsAuth.
+	// Operations (metrics.go, ready.go): /metrics, /readyz, and the
+	// observation of the MCP endpoint. Unauthenticated, like /healthz,
+	// but for /metrics with MetricsAuth.
 	r.Use(newMetrics(opts).middleware, readyz(opts.Bridge))
 	// Health and the protected-resource metadata are unauthenticated:
 	// probes, and clients that have no token yet, must reach them.
@@ -256,51 +275,62 @@ func Handler(opts Options) (http.Handler, error) {
 			r.Method(http.MethodGet, prmPath+pp, meta) // behind a proxy that adds a prefix
 		}
 	}
-	r.Group(func(r chi.Router) {
-		if opts.Auth != nil {
-			r.Use((&authn{v: opts.Auth, resource: resource, scopes: opts.Scopes, log: opts.Logger}).middleware)
-		}
-		if h.limits != nil {
-			r.Use(h.limits.middleware(opts.Logger))
-		}
-		if opts.Stateless {
-			r.Post(opts.Path, h.serve(h.statelessPost))
-		} else {
-			r.Post(opts.Path, h.serve(h.post))
-			r.Get(opts.Path, h.serve(h.get))
-			r.Delete(opts.Path, h.serve(h.delete))
-		}
-		if legacyOn {
-			// Inside the group: the stream and every POST to it are
-			// authenticated and limited like the MCP endpoint, and a
-			// stream answers only the principal that opened it.
-			l := newLegacy(h, opts.SSEPath, opts.MessagePath)
-			r.Get(opts.SSEPath, h.serve(l.get))
-			r.Post(opts.MessagePath, h.serve(l.post))
-		}
-	})
+	r.Group(func(r chi.Router) { h.mcpRoutes(r, resource) })
 	if opts.Web {
 		// The web page (web.go): public assets, an authenticated feed.
 		if err := h.mountWeb(r, resource); err != nil {
 			return nil, err
 		}
 	}
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case legacyOn && r.URL.Path == opts.SSEPath:
-			// A Streamable HTTP client POSTs initialize here first; a 405
-			// is what makes it fall back to GET and the legacy transport.
-			w.Header().Set("Allow", "GET")
-		case legacyOn && r.URL.Path == opts.MessagePath:
-			w.Header().Set("Allow", "POST")
-		case opts.Stateless:
-			w.Header().Set("Allow", "POST")
-		default:
-			w.Header().Set("Allow", "GET, POST, DELETE")
-		}
-		writeError(w, &httpError{status: http.StatusMethodNotAllowed, code: bridge.CodeInvalidRequest, msg: "Method Not Allowed"})
-	})
+	r.MethodNotAllowed(h.methodNotAllowed)
 	return r, nil
+}
+
+// mcpRoutes serves the MCP endpoints on r, behind authentication and the
+// per-principal limits: the Streamable HTTP endpoint, and the legacy
+// HTTP+SSE ones beside it.
+func (h *mcpHandler) mcpRoutes(r chi.Router, resource resourceURL) {
+	opts := h.opts
+	if opts.Auth != nil {
+		r.Use((&authn{v: opts.Auth, resource: resource, scopes: opts.Scopes, log: opts.Logger}).middleware)
+	}
+	if h.limits != nil {
+		r.Use(h.limits.middleware(opts.Logger))
+	}
+	if opts.Stateless {
+		r.Post(opts.Path, h.serve(h.statelessPost))
+	} else {
+		r.Post(opts.Path, h.serve(h.post))
+		r.Get(opts.Path, h.serve(h.get))
+		r.Delete(opts.Path, h.serve(h.delete))
+	}
+	if opts.legacyOn() {
+		// Here too: the stream and every POST to it are authenticated
+		// and limited like the MCP endpoint, and a stream answers only
+		// the principal that opened it.
+		l := newLegacy(h, opts.SSEPath, opts.MessagePath)
+		r.Get(opts.SSEPath, h.serve(l.get))
+		r.Post(opts.MessagePath, h.serve(l.post))
+	}
+}
+
+// methodNotAllowed answers a method a path does not serve: 405 with the
+// Allow header of the path.
+func (h *mcpHandler) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	opts := &h.opts
+	switch {
+	case opts.legacyOn() && r.URL.Path == opts.SSEPath:
+		// A Streamable HTTP client POSTs initialize here first; a 405
+		// is what makes it fall back to GET and the legacy transport.
+		w.Header().Set("Allow", "GET")
+	case opts.legacyOn() && r.URL.Path == opts.MessagePath:
+		w.Header().Set("Allow", "POST")
+	case opts.Stateless:
+		w.Header().Set("Allow", "POST")
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+	}
+	writeError(w, &httpError{status: http.StatusMethodNotAllowed, code: bridge.CodeInvalidRequest, msg: "Method Not Allowed"})
 }
 
 // checkLegacyPaths: the legacy endpoints are paths of their own.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -281,6 +282,37 @@ func TestStateless(t *testing.T) {
 	checkStatus(t, e.do(req{method: "DELETE"}), 405, bridge.CodeInvalidRequest)
 	if n := e.b.Len(); n != 0 {
 		t.Fatalf("%d sessions registered", n)
+	}
+}
+
+// TestStatelessAudit: a stateless POST goes through the same admission
+// as any other, so the audit log has its line too (with no session), and
+// the tool policy answers for the child.
+func TestStatelessAudit(t *testing.T) {
+	rule, err := auth.ParseToolRule("*=crash", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit := &syncBuffer{}
+	e := newEnv(t, envOpts{http: httpapi.Options{Stateless: true, Audit: audit, ToolPolicy: auth.NewToolPolicy([]auth.ToolRule{rule})}})
+	readMessages(t, e.do(req{body: fmt.Sprintf(initBody, "2025-06-18")}))
+	if _, msgs := e.call("", 1, "echo", map[string]any{"message": "hi"}); text(msgs[0]) != "hi" {
+		t.Fatalf("echo: %v", msgs)
+	}
+	if _, msgs := e.call("", 2, "crash", map[string]any{"code": 3}); msgs[0]["error"] == nil {
+		t.Fatalf("a denied call: %v", msgs)
+	}
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(audit.String()), "\n") {
+		var ln struct{ Session, Method, Tool, Outcome string }
+		if err := json.Unmarshal([]byte(l), &ln); err != nil {
+			t.Fatalf("audit line %q: %v", l, err)
+		}
+		got = append(got, strings.Join([]string{ln.Session, ln.Method, ln.Tool, ln.Outcome}, " "))
+	}
+	want := []string{" initialize  ok", " tools/call echo ok", " tools/call crash denied"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("audit:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -16,8 +16,8 @@ import (
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
 )
 
-// TestStatuses is SPEC.md section 4 as a table: one raw request, the
-// status and JSON-RPC error code it must get.
+// TestStatuses is the statuses of docs/spec-rules.md as a table: one raw
+// request, the status and JSON-RPC error code it must get.
 func TestStatuses(t *testing.T) {
 	e := newEnv(t, envOpts{http: httpapi.Options{MaxBodyBytes: 1 << 10, AllowedOrigins: []string{"https://app.example.com", "https://*.trusted.example"}}})
 	sid := e.initialize("2025-06-18")

@@ -4,14 +4,17 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/mcp-bridge/mcp-bridge/bridge"
 )
 
 // sseWriter writes one MCP SSE stream. It is written by hand rather than
-// with r3labs/sse (the design card's SSE library) because MCP streams need
-// what that library cannot do (LIBS.md §1): a stream per POST that ends
-// after its response, exactly one reader per stream with no broadcast,
-// events with empty data, bounded buffers, per-write deadlines, and no
-// goroutine per stream left behind when it closes.
+// with r3labs/sse (the project's SSE library, which serves the web page's
+// feed) because MCP streams need what that library cannot do
+// (docs/decisions.md, the SSE writers): a stream per POST that ends after
+// its response, exactly one reader per stream with no broadcast, events
+// with empty data, bounded buffers, per-write deadlines, and no goroutine
+// per stream left behind when it closes.
 type sseWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
@@ -19,7 +22,6 @@ type sseWriter struct {
 	buf     []byte
 	// ctx ends when the stream is to stop (cut); no write starts after.
 	ctx context.Context
-	ex  *exchange // the metrics' view of the request, shown each message
 }
 
 // bigEvent is the size from which an event's data is written through
@@ -37,7 +39,7 @@ func startSSE(ctx context.Context, w http.ResponseWriter, timeout time.Duration)
 	// stuck in a proxy buffer is a hung call for the client.
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	s := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: timeout, ctx: ctx, ex: exchangeOf(w)}
+	s := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: timeout, ctx: ctx}
 	return s, s.flush()
 }
 
@@ -58,9 +60,6 @@ func (s *sseWriter) prime(id string) {
 // id is empty. JSON from the bridge is always a single line, so one data
 // field carries it. A big message is written at once, without a copy.
 func (s *sseWriter) message(id string, data []byte) error {
-	if s.ex != nil {
-		s.ex.sawMessage(data)
-	}
 	if id != "" {
 		s.buf = append(s.buf, "id: "...)
 		s.buf = append(s.buf, id...)
@@ -80,6 +79,25 @@ func (s *sseWriter) message(id string, data []byte) error {
 	}
 	s.buf = append(s.buf, '\n', '\n')
 	return nil
+}
+
+// events writes a batch that bridge.Stream.Serve emits, each message
+// through out, and flushes it: the priming event (an ID and no Data), the
+// stream's messages, or, for an empty batch, a keep-alive.
+func (s *sseWriter) events(evs []bridge.Event, out outbound) error {
+	if len(evs) == 0 {
+		s.comment("keep-alive")
+	}
+	for _, ev := range evs {
+		if ev.Data == nil {
+			s.prime(ev.ID)
+			continue
+		}
+		if err := s.message(ev.ID, out.message(ev.Data)); err != nil {
+			return err
+		}
+	}
+	return s.flush()
 }
 
 // endpoint queues the first event of a legacy (2024-11-05) stream: "the

@@ -21,7 +21,7 @@ import (
 func (h *mcpHandler) mountWeb(r chi.Router, resource resourceURL) error {
 	opts := h.opts
 	endpoints := []string{opts.Path}
-	if !opts.DisableLegacySSE && !opts.Stateless {
+	if opts.legacyOn() {
 		endpoints = append(endpoints, opts.SSEPath, opts.MessagePath)
 	}
 	for _, p := range endpoints {
