@@ -579,9 +579,20 @@ func (e *env) notifyFromChildJSON(sid string, j int) {
 // response.
 func TestResumeAgedOut(t *testing.T) {
 	e := newEnv(t, envOpts{bridge: bridge.Config{EventLogEvents: 8}})
-	sid := e.initialize("2025-11-25")
+	// Initialized with a JSON-only Accept, so its answer never goes to
+	// the event log, whenever the child gives it (an answer later than
+	// --sse-delay would otherwise be an SSE event, and one more to age
+	// out below).
+	resp := e.do(req{body: sprintf(initBody, "2025-11-25"), accept: "application/json"})
+	resp.Body.Close()
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != 200 || sid == "" {
+		t.Fatalf("initialize: status %d, session %q", resp.StatusCode, sid)
+	}
+	resp = e.do(req{body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`, sid: sid, version: "2025-11-25"})
+	resp.Body.Close()
 	ctx, cancel := context.WithCancel(t.Context())
-	resp := e.doCtx(ctx, req{sid: sid, version: "2025-11-25",
+	resp = e.doCtx(ctx, req{sid: sid, version: "2025-11-25",
 		body: `{"jsonrpc":"2.0","id":"f","method":"tools/call","params":{"name":"flood","arguments":{"count":50,"bytes":10},"_meta":{"progressToken":"p"}}}`})
 	prime, err := newEvReader(resp.Body, 4<<10).next()
 	cancel()
