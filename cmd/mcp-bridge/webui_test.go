@@ -275,7 +275,7 @@ func TestWebPageClientsAndConsole(t *testing.T) {
 	})
 
 	t.Run("prompts", func(t *testing.T) {
-		if !strings.Contains(s.Tabs, "Prompts (4)") || !strings.Contains(s.Tabs, "Resources (4)") {
+		if !strings.Contains(s.Tabs, "Prompts (5)") || !strings.Contains(s.Tabs, "Resources (4)") {
 			t.Errorf("tabs %q", s.Tabs)
 		}
 		if !strings.Contains(s.PromptList, "test_prompt_with_arguments") {
