@@ -115,6 +115,25 @@ type Config struct {
 	// bytes bound a session's queue. Defaults 4096 and 4 MiB.
 	EventLogEvents int
 	EventLogBytes  int
+	// Stateless says the bridge serves stateless HTTP: its shared child
+	// (Stateless) serves everyone, modern clients too.
+	Stateless bool
+	// ChildProtocol is what the child speaks, for modern (2026-07-28)
+	// clients: ChildProtocolAuto (default) asks it once with
+	// server/discover; ChildProtocolLegacy and ChildProtocolModern skip
+	// the probe.
+	ChildProtocol string
+	// InputTTL is how long a call waits, parked, for its modern client's
+	// retry with the input the child asked for (MRTR); then the child's
+	// questions are declined and the call cancelled. Default 10 min.
+	InputTTL time.Duration
+	// MaxParked caps the calls parked for one principal's retries.
+	// Default 16.
+	MaxParked int
+	// ReplicaID names this bridge in the requestState handles it gives
+	// out, so a load balancer can route a retry to the replica that holds
+	// its call. Default: 8 random characters.
+	ReplicaID string
 	// Logger is the base logger. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -143,6 +162,13 @@ type Stats struct {
 	EventsEvicted        atomic.Int64 // events aged out of sessions' logs
 	RequestsTimedOut     atomic.Int64 // requests the child did not answer in time (RequestTimeout, InitTimeout)
 	LateProgress         atomic.Int64 // progress notifications after their request was over, dropped
+
+	// The modern era's MRTR exchanges.
+	InputRequired          atomic.Int64 // input_required results given (calls parked)
+	InputExpired           atomic.Int64 // parked calls whose client did not retry in time
+	InputRefused           atomic.Int64 // retries refused: bad, foreign, used or expired requestState
+	InputMissingCapability atomic.Int64 // calls ended because the child asked what the client cannot give
+	ParkedDrops            atomic.Int64 // notifications a parked call's child sent, dropped
 }
 
 // Bridge holds the live sessions.
@@ -174,6 +200,17 @@ type Bridge struct {
 	stopJan  chan struct{}
 	janDone  chan struct{}
 	closeOne sync.Once
+
+	// The modern era (modern*.go, mrtr.go, listen.go).
+	pools    map[string]*modernPool // by partition
+	childEra atomic.Int32           // what the children speak, once probed
+	probeMu  sync.Mutex             // one probe at a time
+	listens  map[*ModernCall]bool   // open listens, which Drain ends
+	exMu     sync.Mutex             // guards exchanges and parkedBy; a leaf
+	// exchanges are the calls parked for their clients' retries, by
+	// requestState handle; parkedBy counts them by owner.
+	exchanges map[string]*exchange
+	parkedBy  map[string]int
 }
 
 // New returns a Bridge. Close it to stop every child.
@@ -221,6 +258,26 @@ func New(cfg Config) (*Bridge, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	switch cfg.ChildProtocol {
+	case "":
+		cfg.ChildProtocol = ChildProtocolAuto
+	case ChildProtocolAuto, ChildProtocolLegacy, ChildProtocolModern:
+	default:
+		return nil, fmt.Errorf("bridge: child protocol %q: want %s, %s or %s", cfg.ChildProtocol, ChildProtocolAuto, ChildProtocolLegacy, ChildProtocolModern)
+	}
+	if cfg.InputTTL <= 0 {
+		cfg.InputTTL = DefaultInputTTL
+	}
+	if cfg.MaxParked <= 0 {
+		cfg.MaxParked = DefaultMaxParked
+	}
+	if cfg.ReplicaID == "" {
+		id, err := newSessionID()
+		if err != nil {
+			return nil, err
+		}
+		cfg.ReplicaID = id[:8]
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -229,6 +286,10 @@ func New(cfg Config) (*Bridge, error) {
 		log:        cfg.Logger,
 		sessions:   make(map[string]*Session),
 		identities: make(map[string]*upstream),
+		pools:      make(map[string]*modernPool),
+		listens:    make(map[*ModernCall]bool),
+		exchanges:  make(map[string]*exchange),
+		parkedBy:   make(map[string]int),
 		stopJan:    make(chan struct{}),
 		janDone:    make(chan struct{}),
 	}
@@ -588,26 +649,7 @@ func (b *Bridge) Stateless(ctx context.Context, msg *Message) (*Session, []byte,
 	if err != nil {
 		return nil, nil, err
 	}
-	u.mu.Lock()
-	if u.dead {
-		u.mu.Unlock()
-		return nil, nil, ErrSharedDown
-	}
-	if u.initParams == nil {
-		child := u.child
-		if child == nil {
-			u.mu.Unlock()
-			return nil, nil, errRestarting
-		}
-		u.initParams = []byte(statelessParams)
-		line := u.ownRequestLocked(MethodInitialize, u.initParams, &call{init: true})
-		u.mu.Unlock()
-		u.write(child, [][]byte{line})
-		u.mu.Lock()
-	}
-	g := u.gate
-	u.mu.Unlock()
-	if err := b.waitInit(ctx, g, nil); err != nil {
+	if err := b.initShared(ctx, u, statelessParams); err != nil {
 		return nil, nil, err
 	}
 	id, _ := newSessionID()
@@ -693,8 +735,13 @@ func (b *Bridge) Drain() {
 		}
 		s.up.mu.Unlock()
 	}
+	for mc := range b.listens {
+		gets = append(gets, mc.st)
+	}
 	b.mu.Unlock()
 	for _, st := range gets {
+		// A listen's stream ends gracefully: its client gets the listen's
+		// completion result (ModernCall.ending).
 		st.finish()
 	}
 }
@@ -757,8 +804,12 @@ func (b *Bridge) Close(ctx context.Context) error {
 		go func() { defer wg.Done(); s.stop(ctx, reasonShutdown) }()
 	}
 	wg.Wait()
+	b.closeExchanges()
 	b.mu.Lock()
 	ups := b.multiplexedLocked()
+	for _, p := range b.pools {
+		ups = append(ups, p.all()...)
+	}
 	b.mu.Unlock()
 	b.startMu.Lock()
 	b.noStarts = true
@@ -801,6 +852,7 @@ func (b *Bridge) janitor() {
 				s.log.Info("session idle; ending it", "idle_timeout", b.cfg.IdleTimeout)
 				go s.stop(context.Background(), reasonExpired)
 			}
+			b.reclaimPools(now)
 		}
 	}
 }
@@ -856,4 +908,33 @@ func (b *Bridge) markReady(s *Session) bool {
 	defer b.mu.Unlock()
 	s.ready = true
 	return !b.closing
+}
+
+// reclaimPools stops the children of modern pools that no call used for
+// IdleTimeout: warm leases, and a base child of the pool's own.
+func (b *Bridge) reclaimPools(now time.Time) {
+	b.mu.Lock()
+	var stop []*upstream
+	for _, p := range b.pools {
+		stop = append(stop, p.reclaim(now, b.cfg.IdleTimeout)...)
+	}
+	b.mu.Unlock()
+	for _, u := range stop {
+		u.logger().Info("modern pool idle; stopping its child", "idle_timeout", b.cfg.IdleTimeout)
+		b.track(func() { u.stop(context.Background()) })
+	}
+}
+
+// track runs f on a goroutine that Close waits for; once Close has begun
+// waiting, it runs f itself.
+func (b *Bridge) track(f func()) {
+	b.startMu.RLock()
+	if b.noStarts {
+		b.startMu.RUnlock()
+		f()
+		return
+	}
+	b.wg.Add(1)
+	b.startMu.RUnlock()
+	go func() { defer b.wg.Done(); f() }()
 }

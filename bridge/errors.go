@@ -59,7 +59,10 @@ type Error struct {
 	Code    int             // JSON-RPC error code
 	Message string          // safe to show to the client
 	ID      json.RawMessage // id of the request it answers, if known
-	Err     error           // for the log only
+	// Data is the JSON-RPC error's data member, for the client (the
+	// supported versions of -32022, the capabilities -32021 needs).
+	Data any
+	Err  error // for the log only
 }
 
 func (e *Error) Error() string {
@@ -137,5 +140,5 @@ func ErrorBody(err error) []byte {
 	if !errors.As(err, &e) {
 		return errorResponse(nil, CodeInternalError, "internal error", nil)
 	}
-	return errorResponse(e.ID, e.Code, e.Message, nil)
+	return errorResponse(e.ID, e.Code, e.Message, e.Data)
 }

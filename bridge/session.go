@@ -45,6 +45,11 @@ type Session struct {
 	logLevel    int             // shared mode: lowest level it wants (index in logLevels); -1: all
 	subs        map[string]bool // shared mode: resources it subscribed to
 	stateless   bool            // one stateless HTTP request's session
+	// modern: a session of the bridge's own for one modern request
+	// (ModernCall), which takes only what relates to that request; or, a
+	// listen (listen set), only the notifications it asked for.
+	modern bool
+	listen *listenFilter
 
 	// The event log: every event of the session's resumable streams that
 	// is still kept, oldest first (order[orderHead:], by stream; each
@@ -310,7 +315,13 @@ func (u *upstream) childLevelLocked() string {
 // wantsLog reports whether a log message with these params is at or above
 // the session's own level (shared mode; a session that set none gets all).
 func (s *Session) wantsLog(params []byte) bool {
-	if !s.up.shared || s.logLevel < 0 {
+	if s.modern {
+		// "the server MUST NOT emit notifications/message for requests
+		// that didn't ask" (io.modelcontextprotocol/logLevel).
+		if s.logLevel < 0 || s.listen != nil {
+			return false
+		}
+	} else if !s.up.shared || s.logLevel < 0 {
 		return true
 	}
 	var p struct {
@@ -358,6 +369,19 @@ func (s *Session) cancelLocked(m *Message) []byte {
 // the GET stream if open, else an open POST stream, else the queue.
 func (s *Session) deliverLocked(msg []byte) {
 	if s.closed {
+		return
+	}
+	if s.modern {
+		// A modern request's stream carries only what relates to it; a
+		// listen's, what it asked for.
+		var method string
+		if f, err := scanFields(msg); err == nil {
+			_ = unquote(f.method.of(msg), &method)
+		}
+		if s.listen == nil || !s.listen.wants(method) || s.get == nil {
+			return
+		}
+		s.get.push(msg, false)
 		return
 	}
 	if s.get != nil && s.get.canCarry() {

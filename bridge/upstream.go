@@ -31,6 +31,10 @@ type upstream struct {
 	identityName string
 	perIdentity  bool // a per-identity child (the anonymous principal's has identity "")
 	env          []string
+	// hub is the base child of the modern pool a leased child belongs
+	// to: the list changes and resource updates the leased child sends go
+	// to the listens there (publish). Nil for any other child.
+	hub *upstream
 
 	mu         sync.Mutex
 	child      *stdio.Child // nil while a shared child restarts
@@ -55,6 +59,12 @@ type upstream struct {
 	started    time.Time // when the current child started
 	restarts   int       // times the child was restarted after a crash
 	dead       bool      // the crash-loop breaker tripped
+
+	// modern: the child speaks 2026-07-28 and modern requests pass
+	// through; its notifications that name a listen go to it.
+	// discovered is its DiscoverResult, from the probe.
+	modern     bool
+	discovered []byte
 }
 
 // call is one request in flight on the child.
@@ -70,6 +80,10 @@ type call struct {
 	// initialize); capacity 1.
 	answered chan error
 	timer    *time.Timer // its deadline (trackLocked); nil without one
+	// keep: a request of the bridge's own whose result is wanted
+	// (result, set before answered is sent).
+	keep   bool
+	result []byte
 }
 
 // initGate is the outcome of initializing a shared child, which the
@@ -264,15 +278,33 @@ func (u *upstream) fromChild(line []byte, owned bool) {
 		u.logger().Warn("child wrote a message that is not an object; skipped it")
 		return
 	}
+	var method string
+	if f.method.ok() {
+		_ = unquote(f.method.of(line), &method)
+		if u.hub != nil && !f.id.ok() && changeNotification(method) {
+			// A leased child's list change or resource update: for the
+			// listens of its pool, not for the call it serves.
+			u.hub.publish(method, f.params.of(line), bytes.Clone(line))
+			return
+		}
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if !f.method.ok() {
 		u.responseLocked(line, f, owned)
 		return
 	}
-	var method string
-	_ = unquote(f.method.of(line), &method)
 	params := f.params.of(line)
+	if u.modern && !f.id.ok() && method != methodProgress {
+		if sid, ok := subscriptionOf(line, f.params); ok {
+			// A modern child's listen notification: it names the listen by
+			// the id the child knows; the client knows its own.
+			if c := u.calls[sid]; c != nil && c.sess != nil {
+				c.st.push(replaceSubscription(bytes.Clone(line), f.params, c.clientID), false)
+			}
+			return
+		}
+	}
 
 	if method == methodProgress {
 		tok := member(params, "progressToken")
@@ -300,10 +332,15 @@ func (u *upstream) fromChild(line []byte, owned bool) {
 	// log message, while exactly one request is in flight, relates to that
 	// request: stdio gives no other hint, and one in flight is unambiguous.
 	var only *call
-	if len(u.calls) == 1 {
-		for _, c := range u.calls {
-			only = c
+	for _, c := range u.calls {
+		if c.sess == nil {
+			continue // the bridge's own request (a ping, a subscription)
 		}
+		if only != nil {
+			only = nil
+			break
+		}
+		only = c
 	}
 	isRequest := f.id.ok()
 	if (isRequest || method == methodLogMessage) && only != nil && only.sess != nil && !only.sess.closed {
@@ -404,8 +441,15 @@ func (u *upstream) responseLocked(line []byte, f fields, owned bool) {
 	if c.sess == nil {
 		if c.answered != nil {
 			var err error
-			if c.init && f.error.ok() {
+			switch {
+			case c.init && f.error.ok():
 				err = fmt.Errorf("the MCP server refused initialize: %s", f.error.of(line))
+			case f.error.ok() && c.keep:
+				err = fmt.Errorf("the MCP server answered %s with an error: %s", c.method, f.error.of(line))
+			case f.error.ok() && c.method == "resources/subscribe":
+				err = fmt.Errorf("the MCP server refused resources/subscribe: %s", f.error.of(line))
+			case c.keep:
+				c.result = bytes.Clone(f.result.of(line))
 			}
 			c.answered <- err
 		}
@@ -1007,5 +1051,22 @@ func (u *upstream) stop(ctx context.Context) {
 		u.logger().Warn("child did not stop in time; killed its group", "err", err)
 		child.Kill()
 		<-child.Done()
+	}
+}
+
+// pauseLocked stops c's deadline while its call is parked for its
+// client's input (MRTR). Called with mu held.
+func (u *upstream) pauseLocked(c *call) {
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
+}
+
+// rearmLocked gives c, the request id, a new deadline when its call
+// resumes. Called with mu held.
+func (u *upstream) rearmLocked(id int64, c *call) {
+	if d := u.b.cfg.RequestTimeout; d > 0 && c.timer == nil {
+		c.timer = time.AfterFunc(d, func() { u.expire(id, c, d) })
 	}
 }

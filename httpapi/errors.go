@@ -16,6 +16,7 @@ type httpError struct {
 	code   int    // JSON-RPC error code
 	msg    string // shown to the client
 	id     []byte // request id, when known
+	data   any    // the JSON-RPC error's data, when it has one
 	header http.Header
 }
 
@@ -70,7 +71,7 @@ func toHTTPError(err error) *httpError {
 	}
 	var be *bridge.Error
 	if errors.As(err, &be) {
-		he := &httpError{status: errorStatus(be.Kind), code: be.Code, msg: be.Message, id: be.ID}
+		he := &httpError{status: errorStatus(be.Kind), code: be.Code, msg: be.Message, id: be.ID, data: be.Data}
 		if be.Kind == bridge.KindUnavailable {
 			// Sessions end all the time; a moment later there is room.
 			he.header = http.Header{"Retry-After": {"1"}}
@@ -86,5 +87,5 @@ func writeError(w http.ResponseWriter, e *httpError) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(e.status)
-	_, _ = w.Write(bridge.ErrorBody(&bridge.Error{Code: e.code, Message: e.msg, ID: e.id}))
+	_, _ = w.Write(bridge.ErrorBody(&bridge.Error{Code: e.code, Message: e.msg, ID: e.id, Data: e.data}))
 }

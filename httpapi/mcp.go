@@ -77,6 +77,9 @@ func (h *mcpHandler) post(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer p.end()
+	if p.modern && !h.opts.DisableModern {
+		return h.modern(w, r, p)
+	}
 	if p.init {
 		return h.start(w, r, p)
 	}

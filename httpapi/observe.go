@@ -35,6 +35,9 @@ type record struct {
 	one   [1]callRecord // calls of a POST of one message, without an allocation
 	left  int           // requests still without a response
 	batch bool
+	// era is the protocol era of the POST (era2025, eraModern), for the
+	// metrics and the audit log.
+	era string
 	// status is the HTTP status of the POST, for the metrics: set by the
 	// observing middleware before it finishes the record; 400 and over
 	// mean nothing reached the server.

@@ -40,8 +40,11 @@ type post struct {
 	// refuses a batch that holds one).
 	init bool
 	// probe: a message is in the 2026-07-28 format (server/discover, or
-	// a protocol version in its _meta), which the bridge does not serve.
+	// a protocol version in its _meta).
 	probe bool
+	// modern: the POST is of the 2026-07-28 era (bridge.IsModern), served
+	// by modern.go unless the modern era is off (Options.DisableModern).
+	modern bool
 	// session is the Mcp-Session-Id header, "" without one (and on the
 	// legacy endpoint, whose session is named by its URL).
 	session string
@@ -90,12 +93,14 @@ func (h *mcpHandler) parse(w http.ResponseWriter, r *http.Request) (*post, error
 	for i := range msgs {
 		p.init = p.init || msgs[i].Method == bridge.MethodInitialize
 		p.probe = p.probe || msgs[i].IsModernProbe()
+		p.modern = p.modern || bridge.IsModern(&msgs[i], p.version)
 	}
 	if p.rec = recordOf(r); p.rec == nil {
 		p.rec, p.ownRec = &record{now: h.opts.Now, start: h.opts.Now()}, true
 	}
 	p.rec.parsed(msgs, batch)
-	if p.init && batch {
+	p.rec.era = era2025
+	if p.init && batch && !p.modern {
 		return nil, &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest,
 			msg: "Invalid Request: initialize must not be part of a JSON-RPC batch"}
 	}

@@ -99,6 +99,11 @@ type Options struct {
 	// Mcp-Session-Id, every POST stands alone on the shared child, GET and
 	// DELETE answer 405.
 	Stateless bool
+	// DisableModern turns the MCP 2026-07-28 era off: a modern request
+	// then gets the 2025 era's answer to a request without a session (400
+	// with a code that is not a 2026-07-28 one), from which dual-era
+	// clients fall back to initialize. Default false: both eras are served.
+	DisableModern bool
 	// LoopbackOnly refuses (403) any Host header that does not name a
 	// loopback address, the other half of the DNS-rebinding defence. Set it
 	// when the listener is on a loopback address.

@@ -606,7 +606,9 @@ func TestStatelessGoSDK(t *testing.T) {
 	}{
 		{"2025-11-25", &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}, "2025-11-25"},
 		{"2025-06-18", &mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"}, "2025-06-18"},
-		{"unpinned", nil, "2025-11-25"},
+		// go-sdk's default is 2026-07-28: it asks server/discover first,
+		// and is served the modern era.
+		{"unpinned", nil, "2026-07-28"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)

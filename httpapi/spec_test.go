@@ -64,7 +64,22 @@ func TestStatuses(t *testing.T) {
 		{"allowed origin", req{body: list, sid: sid, header: map[string]string{"Origin": "https://app.example.com"}}, 200, 0},
 		{"allowed origin pattern", req{body: list, sid: sid, header: map[string]string{"Origin": "https://a.trusted.example"}}, 200, 0},
 		{"rebinding host", req{body: list, sid: sid, header: map[string]string{"Host": "evil.example.com"}}, 403, bridge.CodeInvalidRequest},
-		{"2026-07-28 probe", req{body: `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, version: "2026-07-28"}, 400, bridge.CodeSessionRequired},
+		// MCP 2026-07-28 on the same endpoint (the badchild is a 2025
+		// server: the bridge translates).
+		{"2026-07-28 probe without capabilities", req{body: `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, version: "2026-07-28", header: map[string]string{"Mcp-Method": "server/discover"}}, 400, bridge.CodeInvalidParams},
+		{"2026-07-28 discover", req{body: modern(1, "server/discover", ""), version: "2026-07-28", header: map[string]string{"Mcp-Method": "server/discover"}}, 200, 0},
+		{"2026-07-28 list", req{body: modern(2, "tools/list", ""), version: "2026-07-28", header: map[string]string{"Mcp-Method": "tools/list"}}, 200, 0},
+		{"2026-07-28 call", req{body: modern(3, "tools/call", `"name":"echo","arguments":{"text":"hi"},`), version: "2026-07-28", header: map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "echo"}}, 200, 0},
+		{"2026-07-28 session id ignored", req{body: modern(3, "tools/list", ""), sid: "nope", version: "2026-07-28", header: map[string]string{"Mcp-Method": "tools/list"}}, 200, 0},
+		{"2026-07-28 version header differs", req{body: modern(4, "tools/list", ""), version: "2026-09-01", header: map[string]string{"Mcp-Method": "tools/list"}}, 400, bridge.CodeHeaderMismatch},
+		{"2026-07-28 no version header", req{body: modern(4, "tools/list", ""), header: map[string]string{"Mcp-Method": "tools/list"}}, 400, bridge.CodeHeaderMismatch},
+		{"2026-07-28 no method header", req{body: modern(5, "tools/list", ""), version: "2026-07-28"}, 400, bridge.CodeHeaderMismatch},
+		{"2026-07-28 name header differs", req{body: modern(6, "tools/call", `"name":"echo","arguments":{},`), version: "2026-07-28", header: map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "crash"}}, 400, bridge.CodeHeaderMismatch},
+		{"2026-07-28 unsupported version", req{body: strings.Replace(modern(7, "tools/list", ""), "2026-07-28", "2099-01-01", 1), version: "2099-01-01", header: map[string]string{"Mcp-Method": "tools/list"}}, 400, bridge.CodeUnsupportedVersion},
+		{"2026-07-28 removed method", req{body: modern(8, "ping", ""), version: "2026-07-28", header: map[string]string{"Mcp-Method": "ping"}}, 404, bridge.CodeMethodNotFound},
+		{"2026-07-28 unknown method", req{body: modern(9, "tools/frobnicate", ""), version: "2026-07-28", header: map[string]string{"Mcp-Method": "tools/frobnicate"}}, 404, bridge.CodeMethodNotFound},
+		{"2026-07-28 notification", req{body: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, version: "2026-07-28"}, 202, 0},
+		{"2026-07-28 batch", req{body: "[" + modern(10, "tools/list", "") + "]", version: "2026-07-28", header: map[string]string{"Mcp-Method": "tools/list"}}, 400, bridge.CodeInvalidRequest},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -101,9 +116,6 @@ func checkStatus(t *testing.T, resp *http.Response, status, code int) {
 	}
 	if err := json.Unmarshal(body, &m); err != nil || m.Error.Code != code {
 		t.Fatalf("body %s: want JSON-RPC error %d", body, code)
-	}
-	if m.Error.Code <= -32020 && m.Error.Code >= -32099 {
-		t.Errorf("code %d is one 2026-07-28 reserves", m.Error.Code)
 	}
 }
 
@@ -470,4 +482,19 @@ func (r *rawSSE) event() rawEvent {
 		}
 	}
 	return ev
+}
+
+// modern is a 2026-07-28 request: params (members with a trailing comma,
+// or "") and the envelope.
+func modern(id int, method, params string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{%s"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, id, method, params)
+}
+
+// TestModernOff: with the modern era off, a 2026-07-28 probe gets the
+// answer of a 2025-only server, a 4xx whose code is not a 2026-07-28 one,
+// from which dual-era clients fall back to initialize.
+func TestModernOff(t *testing.T) {
+	e := newEnv(t, envOpts{http: httpapi.Options{DisableModern: true}})
+	resp := e.do(req{body: modern(1, "server/discover", ""), version: "2026-07-28", header: map[string]string{"Mcp-Method": "server/discover"}})
+	checkStatus(t, resp, 400, bridge.CodeSessionRequired)
 }

@@ -13,6 +13,9 @@ func (h *mcpHandler) statelessPost(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	defer p.end()
+	if p.modern && !h.opts.DisableModern {
+		return h.modern(w, r, p)
+	}
 	refusal, err := h.admit(r, p, nil)
 	if err != nil {
 		return err

@@ -52,6 +52,11 @@ func (c *Config) Bridge(command, environ []string) bridge.Config {
 		QueueLimit:     *r.QueueLimit,
 		EventLogEvents: *r.EventLogEvents,
 		EventLogBytes:  *r.EventLogBytes,
+		Stateless:      r.Stateless,
+		ChildProtocol:  *r.ChildProtocol,
+		InputTTL:       *r.InputTTL,
+		MaxParked:      *r.MaxParked,
+		ReplicaID:      r.ReplicaID,
 	}
 }
 
@@ -84,6 +89,7 @@ func (c *Config) HTTP() (httpapi.Options, error) {
 		SSEPath:          r.SSEPath,
 		MessagePath:      r.MessagePath,
 		DisableLegacySSE: !*r.LegacySSE,
+		DisableModern:    !*r.Modern,
 		MaxBodyBytes:     *r.MaxBodyBytes,
 		ResponseMode:     *r.ResponseMode,
 		Stateless:        r.Stateless,

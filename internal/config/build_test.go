@@ -34,6 +34,7 @@ func TestBridge(t *testing.T) {
 				MaxLineBytes: 16 << 20, StopGrace: 2 * time.Second, MaxSessions: 1000, IdleTimeout: 30 * time.Minute,
 				RequestTimeout: 5 * time.Minute, InitTimeout: 30 * time.Second,
 				QueueLimit: 1024, EventLogEvents: 4096, EventLogBytes: 4 << 20,
+				ChildProtocol: "auto", InputTTL: 10 * time.Minute, MaxParked: 16,
 			},
 		},
 		{
@@ -45,6 +46,7 @@ func TestBridge(t *testing.T) {
 				MaxMessageBytes: ptr(100), StopGrace: ptr(time.Second), MaxSessions: ptr(7), IdleTimeout: ptr(time.Minute),
 				RequestTimeout: ptr(time.Duration(0)), InitTimeout: ptr(time.Duration(0)),
 				QueueLimit: ptr(5), EventLogEvents: ptr(6), EventLogBytes: ptr(7000),
+				Stateless: true, ChildProtocol: ptr("legacy"), InputTTL: ptr(time.Minute), MaxParked: ptr(2), ReplicaID: "r1",
 			},
 			want: bridge.Config{
 				Command: []string{"srv"}, Mode: "shared", Prespawn: 1, MaxChildren: 9, SpawnQueue: 3, Dir: "/srv",
@@ -54,6 +56,7 @@ func TestBridge(t *testing.T) {
 				MaxLineBytes: 100, StopGrace: time.Second, MaxSessions: 7, IdleTimeout: time.Minute,
 				RequestTimeout: -1, InitTimeout: -1, // 0 turns them off; the bridge's off is negative
 				QueueLimit: 5, EventLogEvents: 6, EventLogBytes: 7000,
+				Stateless: true, ChildProtocol: "legacy", InputTTL: time.Minute, MaxParked: 2, ReplicaID: "r1",
 			},
 		},
 	}

@@ -43,6 +43,7 @@ const (
 	DefaultLogLevel        = "info"
 	DefaultWeb             = true // httpapi.Options.Web is off by default; the command serves the page
 	DefaultLegacySSE       = true // httpapi.Options.DisableLegacySSE
+	DefaultModern          = true // httpapi.Options.DisableModern
 )
 
 // Config is every setting of the bridge. Each field is read from
@@ -97,6 +98,11 @@ type Config struct {
 	KeepAlive       *time.Duration `env:"KEEPALIVE" flag:"keepalive" group:"streams" help:"interval of SSE keep-alive comments"`
 	AllowOrigins    []string       `env:"ALLOW_ORIGINS" envSeparator:"," flag:"allow-origin" group:"listen" help:"browser origin allowed besides loopback ones, exact or with * (repeatable)"`
 	Web             *bool          `env:"WEB" flag:"web" group:"web" help:"serve the web page at / (live view of sessions and children, and an MCP console); its feed needs the same token as the MCP endpoint; --web=false turns it off"`
+	Modern          *bool          `env:"MODERN" flag:"modern" group:"modern" help:"serve MCP 2026-07-28 clients (stateless, no initialize) on the same endpoint as 2025 sessions; --modern=false answers them as a 2025-only server does, and dual-era clients fall back to initialize"`
+	ChildProtocol   *string        `env:"CHILD_PROTOCOL" flag:"child-protocol" group:"modern" help:"what the MCP server speaks: auto (asks it once with server/discover), legacy (2025: the bridge initializes it and translates for 2026-07-28 clients) or modern (2026-07-28: requests pass through)"`
+	InputTTL        *time.Duration `env:"INPUT_TTL" flag:"input-ttl" group:"modern" help:"how long a call waits for a 2026-07-28 client's retry with the input the server asked for (sampling, elicitation, roots); then the server's questions are declined and the call cancelled"`
+	MaxParked       *int           `env:"MAX_PARKED" flag:"max-parked" group:"modern" help:"most calls waiting for one principal's clients' input at once; over it, the call fails"`
+	ReplicaID       string         `env:"REPLICA_ID" flag:"replica-id" group:"modern" help:"this bridge's name in the requestState it gives 2026-07-28 clients, for a load balancer to route their retries by (letters, digits, - and _); default: random"`
 	LogFormat       *string        `env:"LOG_FORMAT" flag:"log-format" group:"log" help:"text or json"`
 	LogLevel        *string        `env:"LOG_LEVEL" flag:"log-level" group:"log" help:"debug, info, warn or error"`
 
@@ -136,6 +142,7 @@ var Groups = []struct{ Name, Title string }{
 	{"limits", "Limits"},
 	{"auth", "Authentication"},
 	{"principals", "Per-principal limits and tool policy"},
+	{"modern", "MCP 2026-07-28 clients"},
 	{"web", "Web page and metrics"},
 	{"log", "Logs and audit"},
 }
@@ -168,6 +175,10 @@ func Defaults() Config {
 		ReadTimeout:     ptr(httpapi.DefaultReadTimeout),
 		KeepAlive:       ptr(httpapi.DefaultKeepAlive),
 		Web:             ptr(DefaultWeb),
+		Modern:          ptr(DefaultModern),
+		ChildProtocol:   ptr(bridge.ChildProtocolAuto),
+		InputTTL:        ptr(bridge.DefaultInputTTL),
+		MaxParked:       ptr(bridge.DefaultMaxParked),
 		LogFormat:       ptr(DefaultLogFormat),
 		LogLevel:        ptr(DefaultLogLevel),
 	}

@@ -47,6 +47,10 @@ func TestDefaults(t *testing.T) {
 		KeepAlive:       ptr(15 * time.Second),
 		LegacySSE:       ptr(true),
 		Web:             ptr(true),
+		Modern:          ptr(true),
+		ChildProtocol:   ptr("auto"),
+		InputTTL:        ptr(10 * time.Minute),
+		MaxParked:       ptr(16),
 		LogFormat:       ptr("text"),
 		LogLevel:        ptr("info"),
 	}

@@ -44,6 +44,8 @@ var rules = []rule{
 	{"legacy paths", checkLegacyPaths},
 	{"legacy paths differ", checkLegacyPathsDiffer},
 	{"containment", oneOf("Containment", "want auto, pid-namespace, cgroup or process-group", containments()...)},
+	{"child-protocol", oneOf("ChildProtocol", "want auto, legacy or modern", bridge.ChildProtocolAuto, bridge.ChildProtocolLegacy, bridge.ChildProtocolModern)},
+	{"replica-id", checkReplicaID},
 	{"mode", oneOf("Mode", "want per-session, shared or per-identity", bridge.ModePerSession, bridge.ModeShared, bridge.ModePerIdentity)},
 	{"claim-env", checkClaimEnv},
 	{"claim-env needs a process per principal", checkClaimEnvMode},
@@ -53,7 +55,7 @@ var rules = []rule{
 	{"log-level", checkLogLevel},
 	{"positive", positive("must be greater than zero",
 		"EventLogBytes", "EventLogEvents", "IdleTimeout", "KeepAlive", "MaxBodyBytes", "MaxMessageBytes", "MaxSessions",
-		"QueueLimit", "ReadTimeout", "SSEDelay", "ShutdownTimeout", "StopGrace")},
+		"QueueLimit", "ReadTimeout", "SSEDelay", "ShutdownTimeout", "StopGrace", "InputTTL", "MaxParked")},
 	{"prespawn", checkPrespawn},
 	{"spawn-queue", positive("must be greater than zero", "SpawnQueue")},
 	{"prespawn needs per-session mode", checkPrespawnMode},
@@ -332,5 +334,15 @@ func checkCommand(c *Config, bad report) {
 func checkConfigOrCommand(c *Config, bad report) {
 	if c.ConfigFile != "" && len(c.Command) > 0 {
 		bad("ConfigFile", "give either --config or a command, not both")
+	}
+}
+
+// replicaIDPattern: a replica's name goes into requestState handles
+// (mb1.<replica>.<random>) and a load balancer's routing rules.
+var replicaIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
+func checkReplicaID(c *Config, bad report) {
+	if c.ReplicaID != "" && !replicaIDPattern.MatchString(c.ReplicaID) {
+		bad("ReplicaID", "want 1 to 32 letters, digits, - or _")
 	}
 }

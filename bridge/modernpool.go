@@ -1,0 +1,497 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Which child serves a modern request. Modern clients have no session, so
+// the children that serve them are the bridge's own, in a pool per
+// partition: one for the whole server, or one per principal in
+// per-identity mode (with that principal's --claim-env variables).
+//
+//   - The pool's base child takes what needs no client input: discovery,
+//     lists, completion, listens, and the calls of clients that declared no
+//     capability a server may ask them to use. In shared and stateless mode
+//     it is the shared child, the one 2025 sessions use too.
+//   - A tools/call, prompts/get or resources/read from a client that
+//     declared sampling, elicitation or roots gets a child leased to that
+//     call alone (modernPool.lease): whatever the child asks while the call
+//     runs is that call's, without guessing, and reaches its client as an
+//     input_required result (MRTR). A lease goes back to its pool when the
+//     call is answered, for the same principal's next call; one whose call
+//     was cancelled or abandoned is stopped instead, as its late messages
+//     could reach the next call.
+//
+// What the child speaks is found once per bridge (childEra): a child that
+// answers server/discover is modern, and its requests pass through; any
+// other is legacy, initialized by the bridge with profileParams, and
+// translated.
+
+// childEra is what a server's children speak.
+type childEra int32
+
+const (
+	eraUnknown childEra = iota
+	eraLegacy           // 2025: initialize, requests of its own; translated
+	eraModern           // 2026-07-28: answers discover; passed through
+)
+
+// ChildProtocol values (Config.ChildProtocol).
+const (
+	ChildProtocolAuto   = "auto"
+	ChildProtocolLegacy = "legacy"
+	ChildProtocolModern = "modern"
+)
+
+// Defaults of the modern era's settings.
+const (
+	DefaultInputTTL  = 10 * time.Minute
+	DefaultMaxParked = 16
+	// maxParkedTotal bounds the calls parked for all principals together.
+	maxParkedTotal = 1024
+	// maxIdleLeases bounds the leased children a principal keeps warm.
+	maxIdleLeases = 4
+	// probeTimeout bounds the wait for the child's answer to the probe.
+	probeTimeout = 10 * time.Second
+)
+
+// profileParams are the bridge's own initialize for a legacy child that
+// serves modern clients. It declares every capability a server may ask a
+// client to use, so the child offers the tools that need them; which
+// client answers, and whether it can, is decided per call: a client that
+// did not declare what the child asks gets -32021.
+const profileParams = `{"protocolVersion":"2025-11-25","capabilities":{"sampling":{},"elicitation":{"form":{},"url":{}},"roots":{}},"clientInfo":{"name":"mcp-bridge","version":"1"}}`
+
+// probeParams are the params of the bridge's server/discover probe.
+const probeParams = `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"mcp-bridge","version":"1"}}}`
+
+// modernPool is the children that serve one partition's modern clients.
+type modernPool struct {
+	b   *Bridge
+	key string // the partition: "" (the whole server) or an owner's key
+	env []string
+
+	mu      sync.Mutex
+	base    *upstream              // nil until first use; b.shared in shared mode
+	ownBase bool                   // the pool started base, and stops it
+	idle    map[string][]*upstream // warm leases, by owner key
+	leased  map[*upstream]bool     // leases in use (by a call or a parked call)
+	active  int                    // calls in progress, parked ones included
+	used    time.Time              // when the last call ended
+}
+
+// modernPool returns the pool that serves owner's modern requests.
+func (b *Bridge) modernPool(owner Owner, env []string) *modernPool {
+	key := ""
+	if b.cfg.Mode == ModePerIdentity {
+		key = owner.Key
+	} else {
+		env = nil // only a per-identity child carries its owner's claims
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.pools[key]
+	if p == nil {
+		p = &modernPool{b: b, key: key, env: env, idle: map[string][]*upstream{}, leased: map[*upstream]bool{}}
+		b.pools[key] = p
+	}
+	p.mu.Lock()
+	p.active++
+	p.mu.Unlock()
+	return p
+}
+
+// done ends one call's use of the pool.
+func (p *modernPool) done() {
+	p.mu.Lock()
+	p.active--
+	p.used = p.b.cfg.Now()
+	p.mu.Unlock()
+}
+
+// ready returns the pool's base child, started, its era known and, if it
+// is legacy, initialized.
+func (p *modernPool) ready(ctx context.Context) (*upstream, childEra, error) {
+	u, err := p.baseUpstream()
+	if err != nil {
+		return nil, eraUnknown, err
+	}
+	b := p.b
+	u.mu.Lock()
+	initializing := u.initParams != nil
+	u.mu.Unlock()
+	if initializing {
+		// A 2025 session started it: the probe waits for its initialize,
+		// which a legacy server may need before any other request.
+		if err := b.waitReady(ctx, u); err != nil {
+			return nil, eraUnknown, err
+		}
+	}
+	era, err := b.era(ctx, u)
+	if err != nil {
+		return nil, eraUnknown, err
+	}
+	if era == eraLegacy {
+		if err := b.initShared(ctx, u, profileParams); err != nil {
+			return nil, era, err
+		}
+	}
+	return u, era, nil
+}
+
+// baseUpstream returns the pool's base child, starting it on first use.
+func (p *modernPool) baseUpstream() (*upstream, error) {
+	b := p.b
+	if b.cfg.Mode == ModeShared || b.cfg.Stateless {
+		u, err := b.sharedUpstream()
+		if err != nil {
+			return nil, err
+		}
+		return u, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.base != nil {
+		p.base.mu.Lock()
+		ok := !p.base.dead && !p.base.stopping
+		p.base.mu.Unlock()
+		if ok {
+			return p.base, nil
+		}
+	}
+	if b.children.Load() >= int64(b.cfg.MaxChildren) {
+		return nil, errTooManyChildren
+	}
+	u := newUpstream(b, true)
+	u.env = p.env
+	log := b.log.With("serves", "2026-07-28 clients")
+	if err := u.start(log); err != nil {
+		return nil, errCouldNotStartChild(err)
+	}
+	p.base, p.ownBase = u, true
+	return u, nil
+}
+
+// waitReady waits for the outcome of u's initialization.
+func (b *Bridge) waitReady(ctx context.Context, u *upstream) error {
+	u.mu.Lock()
+	g := u.gate
+	u.mu.Unlock()
+	if err := b.waitInit(ctx, g, nil); err != nil {
+		return err
+	}
+	return nil
+}
+
+// era is what the server's children speak: Config.ChildProtocol, or what
+// the first probe found (probe). Probes do not overlap.
+func (b *Bridge) era(ctx context.Context, u *upstream) (childEra, error) {
+	switch b.cfg.ChildProtocol {
+	case ChildProtocolLegacy:
+		return eraLegacy, nil
+	case ChildProtocolModern:
+		u.markModern()
+		return eraModern, nil
+	}
+	if e := childEra(b.childEra.Load()); e != eraUnknown {
+		if e == eraModern {
+			u.markModern()
+		}
+		return e, nil
+	}
+	b.probeMu.Lock()
+	defer b.probeMu.Unlock()
+	if e := childEra(b.childEra.Load()); e != eraUnknown {
+		if e == eraModern {
+			u.markModern()
+		}
+		return e, nil
+	}
+	e, err := b.probe(ctx, u)
+	if err != nil {
+		return eraUnknown, err
+	}
+	b.childEra.Store(int32(e))
+	if e == eraModern {
+		u.markModern()
+	}
+	return e, nil
+}
+
+// probe sends the child server/discover with a modern _meta: "a
+// DiscoverResult ... means modern; any other error or a timeout means
+// legacy", judged by the answer, never by one error code. A child that
+// dies on it is legacy too, and is restarted by its upstream.
+func (b *Bridge) probe(ctx context.Context, u *upstream) (childEra, error) {
+	c := &call{answered: make(chan error, 1), keep: true}
+	u.mu.Lock()
+	child := u.child
+	if child == nil {
+		u.mu.Unlock()
+		return eraUnknown, errRestarting
+	}
+	line := u.ownRequestLocked("server/discover", []byte(probeParams), c)
+	id := u.nextID
+	u.mu.Unlock()
+	u.write(child, [][]byte{line})
+	t := time.NewTimer(min(probeTimeout, max(b.cfg.InitTimeout, time.Second)))
+	defer t.Stop()
+	var err error
+	select {
+	case err = <-c.answered:
+	case <-t.C:
+		err = errors.New("no answer in time")
+	case <-ctx.Done():
+		u.mu.Lock()
+		u.settleLocked(id)
+		u.mu.Unlock()
+		return eraUnknown, errClientGone
+	case <-b.stopJan:
+		return eraUnknown, ErrClosing
+	}
+	u.mu.Lock()
+	u.settleLocked(id)
+	u.mu.Unlock()
+	era := eraLegacy
+	if err == nil {
+		var r struct {
+			SupportedVersions []string `json:"supportedVersions"`
+		}
+		if json.Unmarshal(c.result, &r) == nil && slices.ContainsFunc(r.SupportedVersions, servedModern) {
+			era = eraModern
+		}
+	}
+	b.log.Info("probed the MCP server's protocol era with server/discover", "era", eraName(era), "answer_error", errString(err))
+	return era, nil
+}
+
+func eraName(e childEra) string {
+	switch e {
+	case eraLegacy:
+		return "legacy (2025: initialize; the bridge translates for 2026-07-28 clients)"
+	case eraModern:
+		return "modern (2026-07-28: requests pass through)"
+	}
+	return "unknown"
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// initShared initializes a shared child with params, unless someone has
+// already (a 2025 session, stateless HTTP, the modern pool), and waits for
+// the outcome: ctx's end, shutdown and --init-timeout end the wait too.
+func (b *Bridge) initShared(ctx context.Context, u *upstream, params string) error {
+	u.mu.Lock()
+	if u.dead {
+		u.mu.Unlock()
+		return ErrSharedDown
+	}
+	if u.initParams == nil {
+		child := u.child
+		if child == nil {
+			u.mu.Unlock()
+			return errRestarting
+		}
+		u.initParams = []byte(params)
+		line := u.ownRequestLocked(MethodInitialize, u.initParams, &call{init: true})
+		u.mu.Unlock()
+		u.write(child, [][]byte{line})
+		u.mu.Lock()
+	}
+	g := u.gate
+	u.mu.Unlock()
+	if err := b.waitInit(ctx, g, nil); err != nil {
+		return err
+	}
+	return nil
+}
+
+// lease returns a legacy child for one call of owner's, its own until the
+// call is over (release): a warm one of owner's, or a new one initialized
+// with profileParams, within MaxChildren.
+func (p *modernPool) lease(ctx context.Context, owner string, base *upstream) (*upstream, error) {
+	b := p.b
+	p.mu.Lock()
+	for list := p.idle[owner]; len(list) > 0; list = p.idle[owner] {
+		u := list[len(list)-1]
+		p.idle[owner] = list[:len(list)-1]
+		u.mu.Lock()
+		alive := u.child != nil && !u.stopping
+		u.mu.Unlock()
+		if alive {
+			p.leased[u] = true
+			p.mu.Unlock()
+			return u, nil
+		}
+	}
+	p.mu.Unlock()
+	if b.children.Load() >= int64(b.cfg.MaxChildren) {
+		return nil, errTooManyChildren
+	}
+	select {
+	case b.spawnSem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, errClientGone
+	case <-b.stopJan:
+		return nil, ErrClosing
+	}
+	defer func() { <-b.spawnSem }()
+	u := newUpstream(b, false)
+	u.env, u.hub = p.env, base
+	log := b.log.With("leased", true)
+	u.logp.Store(log)
+	if err := u.start(log); err != nil {
+		return nil, errCouldNotStartChild(err)
+	}
+	if err := b.initLease(ctx, u); err != nil {
+		go u.stop(context.Background()) // its watch ends with it
+		return nil, err
+	}
+	p.mu.Lock()
+	p.leased[u] = true
+	p.mu.Unlock()
+	return u, nil
+}
+
+// initLease initializes a leased child with profileParams and waits for
+// its answer within --init-timeout.
+func (b *Bridge) initLease(ctx context.Context, u *upstream) error {
+	answered := make(chan error, 1)
+	u.mu.Lock()
+	child := u.child
+	if child == nil {
+		u.mu.Unlock()
+		return errRestarting
+	}
+	line := u.ownRequestLocked(MethodInitialize, []byte(profileParams), &call{init: true, answered: answered})
+	u.mu.Unlock()
+	u.write(child, [][]byte{line})
+	select {
+	case err := <-answered:
+		if err != nil {
+			var e *Error
+			if errors.As(err, &e) {
+				return e
+			}
+			return &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the MCP server did not initialize: " + err.Error()}
+		}
+	case <-ctx.Done():
+		return errClientGone
+	case <-b.stopJan:
+		return ErrClosing
+	}
+	u.write(child, [][]byte{[]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)})
+	return nil
+}
+
+// release gives a lease back after its call: to the owner's warm ones if
+// it can serve again (reuse), else it is stopped.
+func (p *modernPool) release(u *upstream, owner string, reuse bool) {
+	p.mu.Lock()
+	delete(p.leased, u)
+	u.mu.Lock()
+	alive := u.child != nil && !u.stopping
+	u.mu.Unlock()
+	if reuse && alive && len(p.idle[owner]) < maxIdleLeases {
+		p.idle[owner] = append(p.idle[owner], u)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	p.b.track(func() { u.stop(context.Background()) })
+}
+
+// idleSince reports whether the pool has had no call for d, and if so
+// takes its children out of it for the caller to stop: the janitor's
+// reclaiming of pools nobody uses.
+func (p *modernPool) reclaim(now time.Time, d time.Duration) []*upstream {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.active > 0 || now.Sub(p.used) < d {
+		return nil
+	}
+	var out []*upstream
+	for k, list := range p.idle {
+		out = append(out, list...)
+		delete(p.idle, k)
+	}
+	if p.ownBase && p.base != nil && len(p.leased) == 0 {
+		out = append(out, p.base)
+		p.base = nil
+	}
+	return out
+}
+
+// all takes every child out of the pool, for Close to stop.
+func (p *modernPool) all() []*upstream {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*upstream
+	for _, list := range p.idle {
+		out = append(out, list...)
+	}
+	clear(p.idle)
+	for u := range p.leased {
+		out = append(out, u)
+	}
+	clear(p.leased)
+	if p.ownBase && p.base != nil {
+		out = append(out, p.base)
+		p.base = nil
+	}
+	return out
+}
+
+// Errors of the modern pool.
+var errTooManyChildren = &Error{Kind: KindUnavailable, Code: CodeInternalError, Message: "too many MCP server processes (--max-children); try again shortly"}
+
+func errCouldNotStartChild(err error) *Error {
+	return &Error{Kind: KindInternal, Code: CodeInternalError, Message: "could not start the MCP server process", Err: err}
+}
+
+// markModern says the child passes modern requests through: its
+// notifications that name a listen (subscriptionId) go to that listen.
+func (u *upstream) markModern() {
+	u.mu.Lock()
+	u.modern = true
+	u.mu.Unlock()
+}
+
+// capability reports whether the child serves the capability: from its
+// InitializeResult (legacy) or the probe's DiscoverResult (modern).
+func (u *upstream) capability(name string) bool {
+	u.mu.Lock()
+	res := u.initResult
+	if u.modern {
+		res = u.discovered
+	}
+	u.mu.Unlock()
+	if name == "" {
+		return true
+	}
+	if res == nil {
+		return true // unknown: the child answers for itself
+	}
+	var r struct {
+		Capabilities map[string]json.RawMessage `json:"capabilities"`
+	}
+	if json.Unmarshal(res, &r) != nil {
+		return true
+	}
+	_, ok := r.Capabilities[name]
+	return ok
+}
+
+// String names the pool in logs.
+func (p *modernPool) String() string { return fmt.Sprintf("modern pool %q", p.key) }

@@ -1,0 +1,473 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Multi round-trip requests (MRTR) in front of a legacy child. When a
+// legacy child asks its client something (sampling/createMessage,
+// elicitation/create, roots/list) during a modern tools/call, prompts/get
+// or resources/read, the child's request is held, and the client gets an
+// input_required result: the child's questions in inputRequests, under
+// keys the bridge makes up, and a requestState that names the parked call
+// (an exchange). The client's retry, a new request with the same method,
+// target and arguments plus inputResponses and that requestState, answers
+// the child and takes the call over: its answer, or the child's next
+// questions, go to the retry.
+//
+// The requestState is a handle, not the state: "mb1.<replica>.<128 random
+// bits>". Everything it stands for stays in the bridge, bound to the
+// principal, method, target and a digest of the arguments, single use,
+// and gone after --input-ttl. A forged, altered, replayed, foreign or
+// expired handle finds nothing or fails the binding, and gets -32602
+// without touching the parked call: tampering can cause nothing worse
+// than request failure, which is when the spec lets integrity protection
+// go (a MAC would add nothing the lookup does not check). The replica's
+// name lets a load balancer send a retry to the replica that holds its
+// call, and a wrong replica say so.
+
+// gatherWindow is how long the bridge waits, after a child's first
+// question, for the others of the same round: a server may ask several
+// at once (go-sdk's servers send a round in parallel), and one
+// input_required result carries them all.
+const gatherWindow = 20 * time.Millisecond
+
+// round is the questions a child asked during one turn of a call.
+type round struct {
+	requests map[string]json.RawMessage // key -> {"method":…,"params":…}, for the client
+	pending  map[string][]byte          // key -> the child's request id
+	methods  map[string]string          // key -> method
+}
+
+func newRound() *round {
+	return &round{requests: map[string]json.RawMessage{}, pending: map[string][]byte{}, methods: map[string]string{}}
+}
+
+// exchange is a call parked for its client's retry.
+type exchange struct {
+	call   *ModernCall
+	round  *round
+	owner  string
+	method string
+	target string
+	args   [32]byte
+	keys   int // keys made so far, so every key of the call is new
+	timer  *time.Timer
+}
+
+// childRequest handles a request the child sent while the call runs: a
+// question for the client goes into the round being gathered; a ping is
+// answered by the bridge; anything else, or a question the client cannot
+// answer, is refused. A question that needs a capability the client did
+// not declare ends the call with -32021, returned.
+func (mc *ModernCall) childRequest(msg []byte, f fields) error {
+	var method string
+	_ = unquote(f.method.of(msg), &method)
+	xid := bytes.Clone(f.id.of(msg))
+	params := f.params.of(msg)
+	switch method {
+	case "ping":
+		mc.reply(xid, []byte(`{}`))
+		return nil
+	case "sampling/createMessage", "elicitation/create", "roots/list":
+	default:
+		mc.replyError(xid, CodeMethodNotFound, "mcp-bridge: a 2026-07-28 client cannot be sent "+method)
+		return nil
+	}
+	if !mrtrMethods[mc.method] {
+		mc.replyError(xid, CodeMethodNotFound, "mcp-bridge: the client's "+mc.method+" cannot carry "+method+" (MCP 2026-07-28 asks clients only during tools/call, prompts/get and resources/read)")
+		return nil
+	}
+	if need := mc.env.caps.missing(method, params); need != nil {
+		// "Servers MUST NOT send an inputRequests that the client has not
+		// declared support for": the child is told the client cannot,
+		// the call is cancelled, and the client learns what it lacks.
+		mc.replyError(xid, CodeMethodNotFound, "mcp-bridge: the client did not declare the capability "+method+" needs")
+		if mc.round != nil {
+			mc.dropRound()
+		}
+		mc.cancel("the client lacks a capability the server asked for")
+		mc.cancelled = true
+		mc.b.stats.InputMissingCapability.Add(1)
+		return &Error{Kind: KindInvalid, Code: CodeMissingCapability, ID: mc.id,
+			Message: "Missing required client capability: the server asked for " + method + ", which this request's clientCapabilities do not declare",
+			Data:    map[string]any{"requiredCapabilities": need}}
+	}
+	if mc.round == nil {
+		mc.round = newRound()
+		mc.gatherEnd = time.Now().Add(gatherWindow)
+	}
+	mc.keys++
+	key := map[string]string{"sampling/createMessage": "s", "elicitation/create": "e", "roots/list": "r"}[method] + strconv.Itoa(mc.keys)
+	req := map[string]json.RawMessage{"method": json.RawMessage(strconv.Quote(method))}
+	if params != nil {
+		req["params"] = forClient(method, params)
+	}
+	b, _ := json.Marshal(req)
+	mc.round.requests[key] = b
+	mc.round.pending[key] = xid
+	mc.round.methods[key] = method
+	return nil
+}
+
+// forClient is a child's question's params as a 2026-07-28 client takes
+// them: without what that revision removed (URL elicitations lost their
+// elicitationId) and without the request's own _meta (its progress token
+// is the child's).
+func forClient(method string, params []byte) json.RawMessage {
+	var p map[string]json.RawMessage
+	if json.Unmarshal(params, &p) != nil {
+		return params
+	}
+	delete(p, "_meta")
+	if method == "elicitation/create" {
+		delete(p, "elicitationId")
+	}
+	b, _ := json.Marshal(p)
+	return b
+}
+
+// missing is the capability the client lacks for the child's question,
+// as a ClientCapabilities object for data.requiredCapabilities; nil when
+// it has it. The rules are the TypeScript SDK's: a URL elicitation needs
+// elicitation.url, a form one elicitation (whose bare {} means form) or
+// elicitation.form; sampling that asks for context needs
+// sampling.context, with tools sampling.tools.
+func (c clientCaps) missing(method string, params []byte) map[string]any {
+	var p struct {
+		Mode           string          `json:"mode"`
+		IncludeContext string          `json:"includeContext"`
+		Tools          json.RawMessage `json:"tools"`
+	}
+	_ = json.Unmarshal(params, &p)
+	switch method {
+	case "roots/list":
+		if c.Roots == nil {
+			return map[string]any{"roots": map[string]any{}}
+		}
+	case "elicitation/create":
+		e := c.Elicitation
+		if p.Mode == "url" {
+			if e == nil || e.URL == nil {
+				return map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}
+			}
+			return nil
+		}
+		if e == nil || (e.URL != nil && e.Form == nil) {
+			return map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}
+		}
+	case "sampling/createMessage":
+		s := c.Sampling
+		switch {
+		case s == nil:
+			return map[string]any{"sampling": map[string]any{}}
+		case p.IncludeContext != "" && p.IncludeContext != "none" && s.Context == nil:
+			return map[string]any{"sampling": map[string]any{"context": map[string]any{}}}
+		case len(p.Tools) > 0 && string(p.Tools) != "null" && s.Tools == nil:
+			return map[string]any{"sampling": map[string]any{"tools": map[string]any{}}}
+		}
+	}
+	return nil
+}
+
+// reply answers the child's request xid with result.
+func (mc *ModernCall) reply(xid, result []byte) {
+	mc.toChild([]byte(`{"jsonrpc":"2.0","id":` + string(xid) + `,"result":` + string(result) + `}`))
+}
+
+// replyError answers the child's request xid with an error.
+func (mc *ModernCall) replyError(xid []byte, code int, msg string) {
+	mc.toChild(errorResponse(xid, code, msg, nil))
+}
+
+// toChild sends a response of the client's side to the child, through the
+// call's session (which checks, on a shared child, that the request was
+// this session's).
+func (mc *ModernCall) toChild(raw []byte) {
+	msgs, _, err := ParseBody(raw)
+	if err != nil {
+		return
+	}
+	_, _ = mc.sess.send(msgs, false, false)
+}
+
+// dropRound answers what the child asked in the round being gathered as
+// if the client had declined: the child has answered its call meanwhile,
+// or the call ends.
+func (mc *ModernCall) dropRound() {
+	r := mc.round
+	mc.round = nil
+	mc.answerUnasked(r, "the request ended before its client answered")
+}
+
+// answerUnasked answers every question of r the client never answered:
+// an elicitation is cancelled, anything else fails.
+func (mc *ModernCall) answerUnasked(r *round, reason string) {
+	for key, xid := range r.pending {
+		if r.methods[key] == "elicitation/create" {
+			mc.reply(xid, []byte(`{"action":"cancel"}`))
+		} else {
+			mc.replyError(xid, CodeInternalError, "mcp-bridge: "+reason)
+		}
+	}
+}
+
+// park puts the call in an exchange for its client's retry and returns the
+// input_required result for the client.
+func (mc *ModernCall) park() ([]byte, error) {
+	r := mc.round
+	mc.round = nil
+	b := mc.b
+	handle, err := b.newHandle()
+	if err != nil {
+		mc.answerUnasked(r, "the bridge could not park the call")
+		mc.cancel("the bridge could not park the call")
+		mc.cancelled = true
+		return nil, asError(err)
+	}
+	ex := &exchange{call: mc, round: r, owner: mc.owner.Key, method: mc.method, target: mc.target, args: mc.args, keys: mc.keys}
+	b.exMu.Lock()
+	if b.parkedBy[ex.owner] >= b.cfg.MaxParked || len(b.exchanges) >= maxParkedTotal {
+		b.exMu.Unlock()
+		mc.answerUnasked(r, "too many calls wait for their clients' input")
+		mc.cancel("too many calls wait for their clients' input")
+		mc.cancelled = true
+		return nil, &Error{Kind: KindUnavailable, Code: CodeInternalError, ID: mc.id,
+			Message: "too many calls wait for input from this principal's clients (--max-parked); answer or abandon one first"}
+	}
+	b.exchanges[handle] = ex
+	b.parkedBy[ex.owner]++
+	ex.timer = time.AfterFunc(b.cfg.InputTTL, func() { b.expireExchange(handle, ex) })
+	b.exMu.Unlock()
+	b.stats.InputRequired.Add(1)
+	mc.parked = true
+	mc.hold(true)
+	res := map[string]any{"resultType": "input_required", "inputRequests": r.requests, "requestState": handle}
+	msg := resultMessage(mc.id, res)
+	if mc.hints.serverInfo != nil {
+		msg = decorateResult(msg, resultHints{resultType: "input_required", serverInfo: mc.hints.serverInfo})
+	}
+	return msg, nil
+}
+
+// hold parks (true) or resumes the call's request on its child: while its
+// client is being asked, its --request-timeout does not run, and the
+// notifications the child sends for it are dropped (none can reach a
+// client that is not listening).
+func (mc *ModernCall) hold(parked bool) {
+	u := mc.sess.up
+	u.mu.Lock()
+	if c := u.calls[mc.childID]; c != nil {
+		if parked {
+			u.pauseLocked(c)
+		} else {
+			u.rearmLocked(mc.childID, c)
+		}
+	}
+	u.mu.Unlock()
+	mc.st.mu.Lock()
+	mc.st.parked = parked
+	mc.st.mu.Unlock()
+}
+
+// newHandle makes a requestState handle: this replica's name and 128
+// random bits.
+func (b *Bridge) newHandle() (string, error) {
+	id, err := newSessionID()
+	if err != nil {
+		return "", err
+	}
+	return "mb1." + b.cfg.ReplicaID + "." + id, nil
+}
+
+// resume serves a retry: a modern request with requestState (and
+// inputResponses) for a call parked on a legacy child. The exchange is
+// checked and taken only if everything matches; else the retry gets
+// -32602 and the parked call is left as it was.
+func (b *Bridge) resume(ctx context.Context, mc *ModernCall, req ModernRequest) (*ModernCall, error) {
+	m := &req.Message
+	mc.noteTarget(m)
+	refuse := func(msg string) (*ModernCall, error) {
+		b.stats.InputRefused.Add(1)
+		mc.answer(errorResponse(mc.id, CodeInvalidParams, "Invalid params: "+msg, nil))
+		return mc, nil
+	}
+	var handle string
+	if rs := m.Param("requestState"); rs == nil || rs[0] != '"' || unquote(rs, &handle) != nil {
+		return refuse("inputResponses without the requestState of the input_required result they answer")
+	}
+	var responses map[string]json.RawMessage
+	if ir := m.Param("inputResponses"); ir != nil && (ir[0] != '{' || json.Unmarshal(ir, &responses) != nil) {
+		return refuse("inputResponses must be an object")
+	}
+	b.exMu.Lock()
+	ex := b.exchanges[handle]
+	switch {
+	case ex == nil:
+		b.exMu.Unlock()
+		if r := replicaOf(handle); r != "" && r != b.cfg.ReplicaID {
+			return refuse("requestState was issued by the bridge replica " + quoteVersion(r) + " and this is " + quoteVersion(b.cfg.ReplicaID) + "; route retries by the replica named in requestState")
+		}
+		return refuse("requestState is invalid, expired or already used; send the request again without it")
+	case ex.owner != mc.owner.Key || ex.method != mc.method || ex.target != mc.target || ex.args != mc.args:
+		b.exMu.Unlock()
+		return refuse("requestState does not belong to this request (principal, method, target and arguments must be those of the request it answers)")
+	}
+	for key, v := range responses {
+		if method, ok := ex.round.methods[key]; ok {
+			if why := invalidInput(method, v); why != "" {
+				b.exMu.Unlock()
+				return refuse("inputResponses[" + strconv.Quote(key) + "]: " + why)
+			}
+		}
+	}
+	delete(b.exchanges, handle)
+	b.parkedBy[ex.owner]--
+	ex.timer.Stop()
+	b.exMu.Unlock()
+
+	old := ex.call
+	old.pool.done()
+	mc.pool, mc.sess, mc.st, mc.lease, mc.childID, mc.keys = old.pool, old.sess, old.st, old.lease, old.childID, ex.keys
+	mc.rebind(m)
+	mc.hold(false)
+	left := newRound()
+	for key, xid := range ex.round.pending {
+		if v, ok := responses[key]; ok {
+			mc.reply(xid, v)
+			continue
+		}
+		// "If the client fails to send all the information requested
+		// ..., the server SHOULD respond with a new InputRequiredResult
+		// requesting the missing information again."
+		left.pending[key], left.requests[key], left.methods[key] = xid, ex.round.requests[key], ex.round.methods[key]
+	}
+	if len(left.pending) > 0 {
+		mc.round, mc.gatherEnd = left, time.Now()
+	}
+	return mc, nil
+}
+
+// rebind makes the retry m the owner of the parked call's request: its
+// id, progress token and log level.
+func (mc *ModernCall) rebind(m *Message) {
+	s := mc.sess
+	u := s.up
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	s.logLevel = levelIndex(mc.env.LogLevel)
+	c := u.calls[mc.childID]
+	if c == nil {
+		return // answered or failed meanwhile: its answer waits on the stream
+	}
+	delete(s.byClient, string(c.clientID))
+	c.clientID = bytes.Clone(mc.id)
+	s.byClient[string(c.clientID)] = mc.childID
+	c.token = nil
+	if tok := progressToken(m.Raw, m.f.params); tok != nil {
+		c.token = bytes.Clone(tok)
+	}
+}
+
+// expireExchange ends a call whose client did not retry within
+// --input-ttl: the child's questions are answered as declined or failed,
+// the request is cancelled on the child, and its lease is stopped.
+func (b *Bridge) expireExchange(handle string, ex *exchange) {
+	b.exMu.Lock()
+	if b.exchanges[handle] != ex {
+		b.exMu.Unlock()
+		return
+	}
+	delete(b.exchanges, handle)
+	b.parkedBy[ex.owner]--
+	b.exMu.Unlock()
+	b.stats.InputExpired.Add(1)
+	b.log.Info("a call waiting for its client's input expired (--input-ttl); cancelled it", "method", ex.method, "principal", ex.call.owner.Name)
+	ex.call.abandon(ex.round, "its client did not answer within --input-ttl")
+}
+
+// abandon ends a parked call: its questions answered as declined or
+// failed, its request cancelled, its session ended, its lease stopped.
+func (mc *ModernCall) abandon(r *round, reason string) {
+	mc.answerUnasked(r, reason)
+	mc.cancel(reason)
+	mc.sess.end()
+	if mc.lease != nil {
+		mc.pool.release(mc.lease, mc.owner.Key, false)
+	}
+	mc.pool.done()
+}
+
+// closeExchanges abandons every parked call (Close).
+func (b *Bridge) closeExchanges() {
+	b.exMu.Lock()
+	all := b.exchanges
+	b.exchanges = map[string]*exchange{}
+	clear(b.parkedBy)
+	b.exMu.Unlock()
+	for _, ex := range all {
+		ex.timer.Stop()
+		ex.call.abandon(ex.round, "the bridge is shutting down")
+	}
+}
+
+// replicaOf is the replica a handle names, "" if it is not a handle.
+func replicaOf(handle string) string {
+	rest, ok := strings.CutPrefix(handle, "mb1.")
+	if !ok {
+		return ""
+	}
+	r, _, ok := strings.Cut(rest, ".")
+	if !ok {
+		return ""
+	}
+	return r
+}
+
+// invalidInput says what is wrong with a client's answer to a question of
+// method, "" if nothing: an elicitation result needs an action, a
+// sampling result a role and content, a roots result its roots.
+func invalidInput(method string, v json.RawMessage) string {
+	var r map[string]json.RawMessage
+	if len(v) == 0 || v[0] != '{' || json.Unmarshal(v, &r) != nil {
+		return "must be an object"
+	}
+	switch method {
+	case "elicitation/create":
+		var action string
+		if json.Unmarshal(r["action"], &action) != nil || (action != "accept" && action != "decline" && action != "cancel") {
+			return `an elicitation result needs "action": "accept", "decline" or "cancel"`
+		}
+	case "sampling/createMessage":
+		if r["role"] == nil || r["content"] == nil {
+			return `a sampling result needs "role" and "content"`
+		}
+	case "roots/list":
+		if len(r["roots"]) == 0 || r["roots"][0] != '[' {
+			return `a roots result needs "roots", an array`
+		}
+	}
+	return ""
+}
+
+// digestArgs is the SHA-256 of the arguments in a canonical form (keys
+// sorted, as encoding/json writes a map), so a retry that sends the same
+// arguments in another order or spacing matches.
+func digestArgs(args []byte) [32]byte {
+	if args == nil {
+		return sha256.Sum256(nil)
+	}
+	var v any
+	if err := json.Unmarshal(args, &v); err == nil {
+		if canon, err := json.Marshal(v); err == nil {
+			args = canon
+		}
+	}
+	return sha256.Sum256(args)
+}
