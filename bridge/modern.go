@@ -98,6 +98,16 @@ func (b *Bridge) Modern(ctx context.Context, req ModernRequest) (*ModernCall, er
 		return nil, &Error{Kind: KindNotFound, Code: CodeMethodNotFound, ID: id,
 			Message: "Method not found: the MCP server has no " + modernMethods[m.Method] + " capability"}
 	}
+	if m.Method == "tools/call" {
+		var tool string
+		_ = unquote(m.Param("name"), &tool)
+		if mirrored := p.headersOf(ctx, u, era, tool); len(mirrored) > 0 || len(req.Headers.Params) > 0 {
+			if err := checkParamHeaders(m, mirrored, req.Headers.Params); err != nil {
+				p.done()
+				return nil, err
+			}
+		}
+	}
 	mc := &ModernCall{b: b, pool: p, id: bytes.Clone(id), method: m.Method, env: env, owner: req.Owner, era: era}
 	mc.hints = resultHints{resultType: "complete", cache: cacheable[m.Method], scope: "public"}
 	if req.Private {
@@ -324,13 +334,16 @@ func (mc *ModernCall) translate(msgs [][]byte) ([][]byte, error) {
 					code, _ = strconv.Atoi(string(member(f.error.of(msg), "code").of(f.error.of(msg))))
 				}
 				mc.final = true
-				if code == CodeMethodNotFound && len(out) == 0 {
-					// "If the server does not implement the requested RPC
-					// method, it MUST respond with 404" while it still can.
-					return nil, mc.httpError(msg, KindNotFound)
+				if kind, ok := httpKind(code); ok && len(out) == 0 {
+					// The errors 2026-07-28 gives an HTTP status of their
+					// own get it while the response has not begun.
+					return nil, mc.httpError(msg, kind)
 				}
 				out = append(out, msg)
 				continue
+			}
+			if mc.method == "tools/list" {
+				mc.pool.learnTools(f.result.of(msg))
 			}
 			out = append(out, decorateResult(msg, mc.hints))
 			mc.final = true
@@ -362,6 +375,21 @@ func (mc *ModernCall) translate(msgs [][]byte) ([][]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// httpKind is the Kind (the HTTP status) of a child's error code that
+// 2026-07-28 answers with a status of its own: 404 for a method the
+// server does not implement, 400 for a missing client capability, a
+// header mismatch or an unsupported version. Every other error is 200,
+// in-band.
+func httpKind(code int) (Kind, bool) {
+	switch code {
+	case CodeMethodNotFound:
+		return KindNotFound, true
+	case CodeMissingCapability, CodeHeaderMismatch, CodeUnsupportedVersion:
+		return KindInvalid, true
+	}
+	return 0, false
 }
 
 // httpError is the error response msg as an error for the transport.

@@ -84,6 +84,9 @@ type modernPool struct {
 	leased  map[*upstream]bool     // leases in use (by a call or a parked call)
 	active  int                    // calls in progress, parked ones included
 	used    time.Time              // when the last call ended
+	headers toolHeaders            // the tools' Mcp-Param headers (params.go)
+	// toolsFetched is when the bridge last read the tool list itself.
+	toolsFetched time.Time
 }
 
 // modernPool returns the pool that serves owner's modern requests.
