@@ -117,9 +117,16 @@ func (b *Bridge) Modern(ctx context.Context, req ModernRequest) (*ModernCall, er
 		mc.hints.serverInfo = u.serverInfo()
 		mc.hints.forceScope = false // the bridge sets the scope itself
 	}
-	if m.Param("requestState") != nil || m.Param("inputResponses") != nil {
-		if era == eraLegacy {
+	if era == eraLegacy {
+		if m.Param("requestState") != nil {
 			return b.resume(ctx, mc, req)
+		}
+		if m.Param("inputResponses") != nil {
+			// Answers to no question the bridge asked: "servers SHOULD
+			// ignore any information [they do] not recognize", and the
+			// request is a new one. A legacy child is not shown them.
+			m.Raw = withoutParam(m.Raw, "inputResponses")
+			m.f, _ = scanFields(m.Raw)
 		}
 	}
 	switch {

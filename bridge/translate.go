@@ -141,6 +141,10 @@ func translateError(msg []byte) ([]byte, int) {
 	switch {
 	case code == codeResourceNotFound:
 		to = CodeInvalidParams
+	case code == CodeMissingCapability && member(member(e, "data").of(e), "requiredCapabilities").ok():
+		// A dual-era server that knows -32021 and says what it needs,
+		// the 2026-07-28 way: it means what 2026-07-28 means.
+		return msg, code
 	case code <= -32020 && code >= -32099:
 		to = CodeInternalError
 	default:
@@ -158,6 +162,32 @@ func translateError(msg []byte) ([]byte, int) {
 		}
 	}
 	return splice(msg, f.error, ne), to
+}
+
+// withoutParam is the message msg without the member key of its params.
+func withoutParam(msg []byte, key string) []byte {
+	f, err := scanFields(msg)
+	if err != nil || !f.params.ok() {
+		return msg
+	}
+	p := f.params.of(msg)
+	var out []byte
+	_ = eachMember(p, func(k []byte, v span) {
+		if string(k) == key {
+			return
+		}
+		if out == nil {
+			out = []byte{'{'}
+		} else {
+			out = append(out, ',')
+		}
+		kb, _ := json.Marshal(string(k))
+		out = append(append(append(out, kb...), ':'), v.of(p)...)
+	})
+	if out == nil {
+		out = []byte{'{'}
+	}
+	return splice(msg, f.params, append(out, '}'))
 }
 
 // stampSubscription puts the listen request's id into a notification's

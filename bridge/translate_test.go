@@ -106,3 +106,10 @@ func TestStampSubscription(t *testing.T) {
 	jsonEqual(t, replaceSubscription(in, f.params, []byte(`"listen:0"`)),
 		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"listen:0"}}}`)
 }
+
+func TestWithoutParam(t *testing.T) {
+	jsonEqual(t, withoutParam([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","inputResponses":{"k":{}},"arguments":{"a":1}}}`), "inputResponses"),
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":1}}}`)
+	jsonEqual(t, withoutParam([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"inputResponses":{}}}`), "inputResponses"),
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`)
+}

@@ -59,6 +59,13 @@ type Conformance struct {
 	// server misses is a decision written down in the test.
 	AllowWarnings []string
 
+	// KnownFailures are FAILURE checks that do not fail the test, each
+	// "scenario/check-id", for a check that the setup cannot pass by its
+	// nature (the test says why). Each must still fail: one that passes
+	// fails the test, so the list is kept true. A scenario with a known
+	// failure is not counted as passed.
+	KnownFailures []string
+
 	// AlsoGrade are unscored scenarios to grade like scored ones: they must
 	// run and pass. Only with Requirements.
 	AlsoGrade []string
@@ -97,6 +104,10 @@ func (c Conformance) Run(t *testing.T, url string) {
 	cli := filepath.Join(NodeModules(t), filepath.FromSlash(pkg), "dist", "index.js")
 	if _, err := os.Stat(cli); err != nil {
 		t.Fatalf("conformance suite %s not installed: run `npm ci --prefix testdata/node`: %v", pkg, err)
+	}
+	known := make(map[string]bool, len(c.KnownFailures))
+	for _, k := range c.KnownFailures {
+		known[k] = true
 	}
 	allowed := make(map[string]bool, len(c.AllowWarnings))
 	for _, w := range c.AllowWarnings {
@@ -140,15 +151,13 @@ func (c Conformance) Run(t *testing.T, url string) {
 	// One run of the whole selection, which starts node once instead of
 	// once per scenario.
 	results := t.TempDir()
-	out, err = run(append(append([]string{"server", "--url", url}, runArgs...), "--output-dir", results)...)
-	if err != nil {
-		t.Errorf("conformance server: %v", err)
-	}
+	out, runErr := run(append(append([]string{"server", "--url", url}, runArgs...), "--output-dir", results)...)
 	checks, err := readChecks(results)
 	if err != nil {
 		t.Fatal(err)
 	}
 	passed := make([]int, 2) // scored, also graded
+	failedKnown := map[string]bool{}
 	for i, scenario := range graded {
 		ok := t.Run(scenario, func(t *testing.T) {
 			if len(checks[scenario]) == 0 {
@@ -156,6 +165,9 @@ func (c Conformance) Run(t *testing.T, url string) {
 			}
 			for _, c := range checks[scenario] {
 				switch ok := allowed[scenario+"/"+c.ID]; {
+				case c.Status == "FAILURE" && known[scenario+"/"+c.ID]:
+					failedKnown[scenario+"/"+c.ID] = true
+					t.Logf("known failure %s: %s: %s", c.ID, c.Description, c.ErrorMessage)
 				case c.Status == "FAILURE", c.Status == "WARNING" && !ok:
 					t.Errorf("%s %s: %s: %s", c.Status, c.ID, c.Description, c.ErrorMessage)
 				case c.Status == "WARNING":
@@ -167,11 +179,24 @@ func (c Conformance) Run(t *testing.T, url string) {
 				}
 			}
 		})
+		if ok && hasKnown(failedKnown, scenario) {
+			ok = false
+		}
 		if ok && i < scored {
 			passed[0]++
 		} else if ok {
 			passed[1]++
 		}
+	}
+	for k := range known {
+		if !failedKnown[k] {
+			t.Errorf("known failure %s did not fail: take it off KnownFailures", k)
+		}
+	}
+	if runErr != nil && len(failedKnown) == 0 {
+		// The CLI exits non-zero when a scored scenario fails: expected
+		// only with a known failure.
+		t.Errorf("conformance server: %v", runErr)
 	}
 	var unscored []string
 	for scenario := range checks {
@@ -196,6 +221,16 @@ func (c Conformance) Run(t *testing.T, url string) {
 	if t.Failed() {
 		t.Logf("conformance output:\n%s", out)
 	}
+}
+
+// hasKnown reports whether scenario has a known failure among failed.
+func hasKnown(failed map[string]bool, scenario string) bool {
+	for k := range failed {
+		if strings.HasPrefix(k, scenario+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // verdict summarises the checks of an ungraded scenario the way the CLI
