@@ -31,7 +31,9 @@ type metrics struct {
 	log     *slog.Logger
 	now     func() time.Time
 
-	byMethod map[string]*methodMetrics // known MCP methods, "response" and "other"
+	// byMethod are the counters of each era (0: 2025, 1: 2026-07-28), by
+	// method: known MCP methods, "response" and "other".
+	byMethod [2]map[string]*methodMetrics
 	http     *prometheus.CounterVec    // {method, code}
 	authFail *prometheus.CounterVec    // {reason}
 	received prometheus.Counter
@@ -97,13 +99,13 @@ func newMetrics(opts Options) *metrics {
 	)
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcp_bridge_requests_total",
-		Help: "JSON-RPC messages clients sent to the MCP endpoint, by method (known MCP methods, response, other) and outcome (ok, error, refused, unanswered).",
-	}, []string{"method", "outcome"})
+		Help: "JSON-RPC messages clients sent to the MCP endpoint, by protocol era (2025: sessions, 2026-07-28: stateless requests), method (known MCP methods, response, other) and outcome (ok, error, refused, unanswered).",
+	}, []string{"era", "method", "outcome"})
 	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "mcp_bridge_request_duration_seconds",
-		Help:    "Time from a JSON-RPC request's arrival to its response being written, for requests that got one (ok or error), by method.",
+		Help:    "Time from a JSON-RPC request's arrival to its response being written, for requests that got one (ok or error), by protocol era and method.",
 		Buckets: latencyBuckets,
-	}, []string{"method"})
+	}, []string{"era", "method"})
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -112,7 +114,6 @@ func newMetrics(opts Options) *metrics {
 		scrape:   opts.MetricsAuth,
 		log:      opts.Logger,
 		now:      opts.Now,
-		byMethod: make(map[string]*methodMetrics, len(methodLabels)),
 		http: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcp_bridge_http_requests_total",
 			Help: "HTTP requests to the MCP endpoint, by HTTP method and status code, counted when they end (a GET stream when it closes).",
@@ -130,13 +131,16 @@ func newMetrics(opts Options) *metrics {
 			Help: "Bytes of HTTP response bodies written on the MCP endpoint (JSON, SSE and errors).",
 		}),
 	}
-	for _, method := range methodLabels {
-		m.byMethod[method] = &methodMetrics{
-			ok:         requests.WithLabelValues(method, outcomeOK),
-			error:      requests.WithLabelValues(method, outcomeError),
-			refused:    requests.WithLabelValues(method, outcomeRefused),
-			unanswered: requests.WithLabelValues(method, outcomeUnanswered),
-			latency:    latency.WithLabelValues(method),
+	for i, era := range []string{era2025, eraModern} {
+		m.byMethod[i] = make(map[string]*methodMetrics, len(methodLabels))
+		for _, method := range methodLabels {
+			m.byMethod[i][method] = &methodMetrics{
+				ok:         requests.WithLabelValues(era, method, outcomeOK),
+				error:      requests.WithLabelValues(era, method, outcomeError),
+				refused:    requests.WithLabelValues(era, method, outcomeRefused),
+				unanswered: requests.WithLabelValues(era, method, outcomeUnanswered),
+				latency:    latency.WithLabelValues(era, method),
+			}
 		}
 	}
 	reg.MustRegister(requests, latency, m.http, m.authFail, m.received, m.sent)
@@ -211,11 +215,20 @@ func (m *metrics) refuseScrape(w http.ResponseWriter, r *http.Request, err error
 	_, _ = io.WriteString(w, msg+"\n")
 }
 
-func (m *metrics) forMethod(method string) *methodMetrics {
-	if mm, ok := m.byMethod[method]; ok {
+func (m *metrics) forMethod(era, method string) *methodMetrics {
+	byMethod := m.byMethod[eraIndex(era)]
+	if mm, ok := byMethod[method]; ok {
 		return mm
 	}
-	return m.byMethod[methodOther]
+	return byMethod[methodOther]
+}
+
+// eraIndex is the index of an era in metrics.byMethod.
+func eraIndex(era string) int {
+	if era == eraModern {
+		return 1
+	}
+	return 0
 }
 
 // countingBody counts a POST body as the handler reads it.
@@ -294,16 +307,16 @@ func (m *metrics) observe(rec *record) {
 		// A body never read (406, 415) or not JSON-RPC counts once, as
 		// "other".
 		if len(rec.calls) == 0 {
-			m.byMethod[methodOther].refused.Inc()
+			m.byMethod[eraIndex(rec.era)][methodOther].refused.Inc()
 		}
 		for i := range rec.calls {
-			m.forCall(&rec.calls[i]).refused.Inc()
+			m.forCall(rec.era, &rec.calls[i]).refused.Inc()
 		}
 		return
 	}
 	for i := range rec.calls {
 		c := &rec.calls[i]
-		mm := m.forCall(c)
+		mm := m.forCall(rec.era, c)
 		switch {
 		case c.kind != bridge.Request:
 			mm.ok.Inc() // accepted: 202, or alongside requests in a batch
@@ -319,11 +332,11 @@ func (m *metrics) observe(rec *record) {
 	}
 }
 
-func (m *metrics) forCall(c *callRecord) *methodMetrics {
+func (m *metrics) forCall(era string, c *callRecord) *methodMetrics {
 	if c.kind == bridge.Response {
-		return m.byMethod[methodResponse]
+		return m.byMethod[eraIndex(era)][methodResponse]
 	}
-	return m.forMethod(c.method)
+	return m.forMethod(era, c.method)
 }
 
 // httpKey is one label combination of metrics.http.

@@ -152,7 +152,7 @@ func parseExposition(t *testing.T, text string) map[string]float64 {
 }
 
 func reqs(method, outcome string) string {
-	return fmt.Sprintf(`mcp_bridge_requests_total{method=%q,outcome=%q}`, method, outcome)
+	return fmt.Sprintf(`mcp_bridge_requests_total{era="2025",method=%q,outcome=%q}`, method, outcome)
 }
 
 func exited(reason string) string {
@@ -220,39 +220,39 @@ func TestMetrics(t *testing.T) {
 	got := o.scrapeUntil("the crash", func(m map[string]float64) bool { return m[exited("crashed")] == 1 && m["mcp_bridge_sessions"] == 0 })
 
 	want := map[string]float64{
-		reqs("initialize", "ok"):                                         2,
-		reqs("notifications/initialized", "ok"):                          2,
-		reqs("tools/call", "ok"):                                         2, // echo, slow
-		reqs("tools/call", "error"):                                      2, // unknown tool, crash
-		reqs("tools/call", "refused"):                                    1, // unknown session
-		reqs("tools/call", "unanswered"):                                 1,
-		reqs("other", "error"):                                           1, // foo/bar
-		reqs("other", "refused"):                                         1, // 406: the body was never read
-		reqs("ping", "ok"):                                               3,
-		reqs("notifications/roots/list_changed", "ok"):                   1,
-		reqs("initialize", "error"):                                      0,
-		`mcp_bridge_request_duration_seconds_count{method="tools/call"}`: 4,
-		`mcp_bridge_request_duration_seconds_count{method="ping"}`:       3,
-		`mcp_bridge_http_requests_total{code="200",method="POST"}`:       10,
-		`mcp_bridge_http_requests_total{code="202",method="POST"}`:       2,
-		`mcp_bridge_http_requests_total{code="404",method="POST"}`:       1,
-		`mcp_bridge_http_requests_total{code="406",method="POST"}`:       1,
-		`mcp_bridge_http_requests_total{code="200",method="DELETE"}`:     1,
-		"mcp_bridge_sessions":                                            0,
-		"mcp_bridge_sessions_created_total":                              2,
-		"mcp_bridge_sessions_ended_total":                                2,
-		"mcp_bridge_children_spawned_total":                              2,
-		"mcp_bridge_children_start_failures_total":                       0,
-		exited("deleted"):                                                1,
-		exited("crashed"):                                                1,
-		exited("idle"):                                                   0,
-		exited("shutdown"):                                               0,
-		exited("unresponsive"):                                           0,
-		"mcp_bridge_requests_timed_out_total":                            0,
-		"mcp_bridge_late_progress_total":                                 0,
-		"mcp_bridge_queue_drops_total":                                   0,
-		"mcp_bridge_oversize_lines_total":                                0,
-		"mcp_bridge_unroutable_responses_total":                          0,
+		reqs("initialize", "ok"):                       2,
+		reqs("notifications/initialized", "ok"):        2,
+		reqs("tools/call", "ok"):                       2, // echo, slow
+		reqs("tools/call", "error"):                    2, // unknown tool, crash
+		reqs("tools/call", "refused"):                  1, // unknown session
+		reqs("tools/call", "unanswered"):               1,
+		reqs("other", "error"):                         1, // foo/bar
+		reqs("other", "refused"):                       1, // 406: the body was never read
+		reqs("ping", "ok"):                             3,
+		reqs("notifications/roots/list_changed", "ok"): 1,
+		reqs("initialize", "error"):                    0,
+		`mcp_bridge_request_duration_seconds_count{era="2025",method="tools/call"}`: 4,
+		`mcp_bridge_request_duration_seconds_count{era="2025",method="ping"}`:       3,
+		`mcp_bridge_http_requests_total{code="200",method="POST"}`:                  10,
+		`mcp_bridge_http_requests_total{code="202",method="POST"}`:                  2,
+		`mcp_bridge_http_requests_total{code="404",method="POST"}`:                  1,
+		`mcp_bridge_http_requests_total{code="406",method="POST"}`:                  1,
+		`mcp_bridge_http_requests_total{code="200",method="DELETE"}`:                1,
+		"mcp_bridge_sessions":                      0,
+		"mcp_bridge_sessions_created_total":        2,
+		"mcp_bridge_sessions_ended_total":          2,
+		"mcp_bridge_children_spawned_total":        2,
+		"mcp_bridge_children_start_failures_total": 0,
+		exited("deleted"):                          1,
+		exited("crashed"):                          1,
+		exited("idle"):                             0,
+		exited("shutdown"):                         0,
+		exited("unresponsive"):                     0,
+		"mcp_bridge_requests_timed_out_total":      0,
+		"mcp_bridge_late_progress_total":           0,
+		"mcp_bridge_queue_drops_total":             0,
+		"mcp_bridge_oversize_lines_total":          0,
+		"mcp_bridge_unroutable_responses_total":    0,
 	}
 	for series, v := range want {
 		if got[series] != v {

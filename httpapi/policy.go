@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -38,6 +39,7 @@ type auditEntry struct {
 	Principal  string          `json:"principal"`
 	Issuer     string          `json:"issuer,omitempty"`
 	Session    string          `json:"session,omitempty"`
+	Era        string          `json:"era"` // 2025 (sessions) or 2026-07-28 (stateless requests)
 	Method     string          `json:"method"`
 	Tool       string          `json:"tool,omitempty"`
 	Outcome    string          `json:"outcome"` // ok, error, denied, no_response
@@ -69,7 +71,7 @@ func (a *auditLog) observe(rec *record) {
 		}
 		tool, args := c.toolCall()
 		e := auditEntry{Principal: rec.principal.String(), Issuer: rec.principal.Issuer, Session: rec.session,
-			Method: c.method, Tool: tool, ErrorCode: c.code}
+			Method: c.method, Tool: tool, ErrorCode: c.code, Era: cmp.Or(rec.era, era2025)}
 		at := c.at
 		switch c.outcome {
 		case answeredOK:
