@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -604,5 +605,82 @@ func TestToolPolicyAndAudit(t *testing.T) {
 				t.Error("the audit log shows a token")
 			}
 		})
+	}
+}
+
+// TestModernPolicyAuditMetrics: a 2026-07-28 request meets the tool policy,
+// the audit log and the metrics exactly as a session's does, labelled with
+// its era; its lists are "private" to the principal.
+func TestModernPolicyAuditMetrics(t *testing.T) {
+	rule, err := auth.ParseToolRule("BOB_TOKEN=echo", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit := &syncBuffer{}
+	f := newAuthFixture(t, httpapi.Options{ToolPolicy: auth.NewToolPolicy([]auth.ToolRule{rule}), Audit: audit})
+	bob := bearer(bobToken)
+	modernReq := func(id int, method, params string, name string) req {
+		h := map[string]string{"Mcp-Method": method, "Authorization": bob["Authorization"]}
+		if name != "" {
+			h["Mcp-Name"] = name
+		}
+		return req{body: modern(id, method, params), version: "2026-07-28", header: h}
+	}
+	msgs := readMessages(t, f.do(modernReq(1, "tools/list", "", "")))
+	res := msgs[0]["result"].(map[string]any)
+	var names []string
+	for _, tl := range res["tools"].([]any) {
+		names = append(names, tl.(map[string]any)["name"].(string))
+	}
+	if strings.Join(names, ",") != "echo" || res["cacheScope"] != "private" || res["resultType"] != "complete" {
+		t.Errorf("bob's modern tools/list: %v, cacheScope %v, resultType %v", names, res["cacheScope"], res["resultType"])
+	}
+	// crash is denied: had it reached the child, the child would be gone.
+	msgs = readMessages(t, f.do(modernReq(2, "tools/call", `"name":"crash","arguments":{},`, "crash")))
+	if e, _ := msgs[0]["error"].(map[string]any); e == nil || fmt.Sprint(e["code"]) != fmt.Sprint(bridge.CodeInvalidParams) {
+		t.Errorf("denied call: %v", msgs[0])
+	}
+	msgs = readMessages(t, f.do(modernReq(3, "tools/call", `"name":"echo","arguments":{"message":"modern bob"},`, "echo")))
+	if got := text(msgs[0]); got != "modern bob" {
+		t.Errorf("echo: %v", msgs[0])
+	}
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(audit.String()), "\n") {
+		var ln struct{ Principal, Era, Method, Tool, Outcome, Session string }
+		if err := json.Unmarshal([]byte(l), &ln); err != nil {
+			t.Fatalf("audit line %q: %v", l, err)
+		}
+		got = append(got, strings.Join([]string{ln.Principal, ln.Era, ln.Method, ln.Tool, ln.Outcome, ln.Session}, " "))
+	}
+	want := []string{
+		"BOB_TOKEN 2026-07-28 tools/list  ok ",
+		"BOB_TOKEN 2026-07-28 tools/call crash denied ",
+		"BOB_TOKEN 2026-07-28 tools/call echo ok ",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("audit:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	resp, err := http.Get(strings.TrimSuffix(f.url, "/mcp") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := map[string]float64{}
+	for _, l := range strings.Split(string(body), "\n") {
+		if i := strings.LastIndexByte(l, ' '); i > 0 && !strings.HasPrefix(l, "#") {
+			v, _ := strconv.ParseFloat(l[i+1:], 64)
+			m[l[:i]] = v
+		}
+	}
+	for series, want := range map[string]float64{
+		`mcp_bridge_requests_total{era="2026-07-28",method="tools/call",outcome="ok"}`:    1,
+		`mcp_bridge_requests_total{era="2026-07-28",method="tools/call",outcome="error"}`: 1,
+		`mcp_bridge_requests_total{era="2026-07-28",method="tools/list",outcome="ok"}`:    1,
+		`mcp_bridge_requests_total{era="2025",method="tools/call",outcome="ok"}`:          0,
+	} {
+		if m[series] != want {
+			t.Errorf("%s = %v, want %v", series, m[series], want)
+		}
 	}
 }
