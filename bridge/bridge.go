@@ -211,6 +211,9 @@ type Bridge struct {
 	// requestState handle; parkedBy counts them by owner.
 	exchanges map[string]*exchange
 	parkedBy  map[string]int
+	// stateKey signs the modern child's requestStates the bridge relays
+	// (wrapState); random, this process's own.
+	stateKey [32]byte
 }
 
 // New returns a Bridge. Close it to stop every child.
@@ -292,6 +295,9 @@ func New(cfg Config) (*Bridge, error) {
 		parkedBy:   make(map[string]int),
 		stopJan:    make(chan struct{}),
 		janDone:    make(chan struct{}),
+	}
+	if _, err := rand.Read(b.stateKey[:]); err != nil {
+		return nil, fmt.Errorf("bridge: requestState key: %w", err)
 	}
 	b.spawnSem = make(chan struct{}, spawnConcurrency)
 	b.pool = make(chan *upstream, cfg.Prespawn)

@@ -129,6 +129,24 @@ func (b *Bridge) Modern(ctx context.Context, req ModernRequest) (*ModernCall, er
 			m.f, _ = scanFields(m.Raw)
 		}
 	}
+	if era == eraModern {
+		if raw := m.Param("requestState"); raw != nil {
+			var rs string
+			_ = unquote(raw, &rs)
+			state, why := mc.unwrapState(rs)
+			if why != "" {
+				p.done()
+				b.stats.InputRefused.Add(1)
+				mc.answer(errorResponse(mc.id, CodeInvalidParams, "Invalid params: "+why, nil))
+				return mc, nil
+			}
+			if state != rs {
+				q, _ := json.Marshal(state)
+				m.Raw = splice(m.Raw, m.f.params, splice(m.f.params.of(m.Raw), member(m.f.params.of(m.Raw), "requestState"), q))
+				m.f, _ = scanFields(m.Raw)
+			}
+		}
+	}
 	switch {
 	case era == eraModern:
 		if err = mc.start(u, m); err == nil && mc.Listen() {
@@ -351,6 +369,9 @@ func (mc *ModernCall) translate(msgs [][]byte) ([][]byte, error) {
 			}
 			if mc.method == "tools/list" {
 				mc.pool.learnTools(f.result.of(msg))
+			}
+			if mc.era == eraModern && mrtrMethods[mc.method] {
+				msg = mc.relayState(msg, f)
 			}
 			out = append(out, decorateResult(msg, mc.hints))
 			mc.final = true

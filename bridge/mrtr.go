@@ -3,6 +3,8 @@ package bridge
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"encoding/base64"
 	"crypto/sha256"
 	"encoding/json"
 	"strconv"
@@ -470,4 +472,64 @@ func digestArgs(args []byte) [32]byte {
 		}
 	}
 	return sha256.Sum256(args)
+}
+
+// A modern child's requestState is its own (it may encode the whole state,
+// signed with a key only that process has), so the bridge relays it, but
+// wrapped: "mb1.<replica>.c.<the child's state, base64url>.<MAC>". The
+// replica's name lets a load balancer route the retry, as for the bridge's
+// own handles; the MAC (HMAC-SHA256 with a key of this process, over the
+// principal, the method and the child's state) binds the state to the
+// principal and request it was given for, which the child cannot know
+// behind stdio. The retry gets the child's state back, unwrapped.
+
+// wrapState wraps a modern child's requestState for the client.
+func (mc *ModernCall) wrapState(state string) string {
+	enc := base64.RawURLEncoding.EncodeToString([]byte(state))
+	return "mb1." + mc.b.cfg.ReplicaID + ".c." + enc + "." + mc.stateMAC(enc)
+}
+
+// stateMAC binds a wrapped state to the call's principal and method.
+func (mc *ModernCall) stateMAC(enc string) string {
+	h := hmac.New(sha256.New, mc.b.stateKey[:])
+	h.Write([]byte(mc.owner.Key + "\x00" + mc.method + "\x00" + enc))
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:16])
+}
+
+// unwrapState returns the child's state of a wrapped requestState, or why
+// it cannot: another replica's, or not given to this principal and method.
+// A state that is not wrapped at all is the client's own business with the
+// child, and is passed as it is (ok, unwrapped false).
+func (mc *ModernCall) unwrapState(rs string) (state string, why string) {
+	rest, ok := strings.CutPrefix(rs, "mb1.")
+	if !ok {
+		return rs, ""
+	}
+	replica, rest, _ := strings.Cut(rest, ".")
+	kind, rest, _ := strings.Cut(rest, ".")
+	if replica != mc.b.cfg.ReplicaID {
+		return "", "requestState was issued by the bridge replica " + quoteVersion(replica) + " and this is " + quoteVersion(mc.b.cfg.ReplicaID) + "; route retries by the replica named in requestState"
+	}
+	enc, mac, _ := strings.Cut(rest, ".")
+	b, err := base64.RawURLEncoding.DecodeString(enc)
+	if kind != "c" || err != nil || !hmac.Equal([]byte(mac), []byte(mc.stateMAC(enc))) {
+		return "", "requestState is invalid, or belongs to another principal or request"
+	}
+	return string(b), ""
+}
+
+// relayState rewrites the requestState of a modern child's input_required
+// result, wrapped (wrapState).
+func (mc *ModernCall) relayState(msg []byte, f fields) []byte {
+	res := f.result.of(msg)
+	if !bytes.Contains(res, []byte(`"input_required"`)) {
+		return msg
+	}
+	rs := member(res, "requestState")
+	var state string
+	if !rs.ok() || unquote(rs.of(res), &state) != nil {
+		return msg
+	}
+	w, _ := json.Marshal(mc.wrapState(state))
+	return splice(msg, f.result, splice(res, rs, w))
 }
