@@ -25,13 +25,13 @@ import (
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
 )
 
-// TestStatuses runs the transcripts of testdata/statuses (the statuses of
-// docs/spec-rules.md): one raw HTTP request each, and the response it must
-// get. Every transcript runs against one bridge of the badchild, with a
-// body limit of 1 KiB and two allowed origins besides loopback ones
-// (https://app.example.com, https://*.trusted.example); ${session V} in a
-// request header names a session the test initializes at version V
-// beforehand.
+// TestStatuses runs the transcripts of testdata/statuses
+// (docs/spec-rules.md, "The statuses"): one raw HTTP request each, and the
+// response it must get. Every transcript runs against one bridge of the
+// badchild, with a body limit of 1 KiB and two allowed origins besides
+// loopback ones (https://app.example.com, https://*.trusted.example);
+// ${session V} in a request header names a session the test initializes
+// at version V beforehand.
 func TestStatuses(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "statuses", "*.txtar"))
 	if err != nil || len(files) == 0 {
