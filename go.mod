@@ -13,6 +13,7 @@ require (
 	github.com/rs/cors v1.11.1
 	golang.org/x/sys v0.48.0
 	golang.org/x/time v0.15.0
+	golang.org/x/tools v0.49.0
 )
 
 require (

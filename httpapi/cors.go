@@ -15,7 +15,7 @@ import (
 // authenticates with bearer tokens only, so no page can ride on a
 // browser's ambient credentials. rs/cors, not go-chi/cors: it bounds the
 // work of parsing Access-Control-Request-Headers (docs/decisions.md,
-// CORS).
+// "CORS").
 func newCORS(origins originMatcher) func(http.Handler) http.Handler {
 	return cors.New(cors.Options{
 		AllowOriginFunc: origins.allowed,

@@ -47,7 +47,7 @@ func errorStatus(k bridge.Kind) int {
 // 3.1; MCP: "401 Unauthorized: authorization required or token invalid",
 // "403 Forbidden: invalid scopes or insufficient permissions"). A token in
 // the query string is 401, not RFC 6750's 400 (docs/spec-rules.md,
-// Authorization: a token in the query string).
+// "Authorization: a token in the query string").
 func authStatus(e *auth.Error) int {
 	switch {
 	case errors.Is(e, auth.ErrQueryToken):

@@ -415,9 +415,9 @@ func (l *legacy) post(w http.ResponseWriter, r *http.Request) error {
 func (l *legacy) notInitialized(w http.ResponseWriter, c *legacyConn, p *post) error {
 	msg := "Invalid Request: the session is not initialized; send initialize first"
 	if p.probe {
-		// docs/spec-rules.md, MCP 2026-07-28: era detection by clients.
-		// Not a 2026-07-28 error, so dual-era clients fall back to
-		// initialize.
+		// docs/spec-rules.md, "MCP 2026-07-28: era detection by
+		// clients": not a 2026-07-28 error, so dual-era clients fall back
+		// to initialize.
 		msg = "Invalid Request: this bridge serves MCP 2024-11-05 to 2025-11-25 sessions; start one with initialize"
 	}
 	for i := range p.msgs {

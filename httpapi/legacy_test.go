@@ -1,8 +1,8 @@
 package httpapi_test
 
 // The legacy HTTP+SSE transport (MCP 2024-11-05; docs/spec-rules.md,
-// Legacy HTTP+SSE), over raw HTTP: what the bytes on the wire are is the
-// point.
+// "Legacy HTTP+SSE", whose rules the tests cite by number), over raw HTTP:
+// what the bytes on the wire are is the point.
 
 import (
 	"context"
@@ -194,7 +194,7 @@ func (h *logWatch) WithGroup(name string) slog.Handler {
 
 var legacyID = regexp.MustCompile(`^[A-Za-z0-9_-]{22}$`) // 128 bits, base64url
 
-// TestLegacyEndpoint (case 47): the first event names the POST endpoint as
+// TestLegacyEndpoint (rule 1): the first event names the POST endpoint as
 // a path-relative reference with a session id, which resolves against the
 // stream's URL to the configured message path, whatever the paths are.
 func TestLegacyEndpoint(t *testing.T) {
@@ -236,7 +236,7 @@ func TestLegacyEndpoint(t *testing.T) {
 	}
 }
 
-// TestLegacySession (cases 48 and 52): in both session modes, POSTs answer
+// TestLegacySession (rules 2 and 6): in both session modes, POSTs answer
 // 202 and everything comes back as message events on the one stream:
 // responses with their ids exact, progress before its response, a
 // sampling request of the server's and the answer to it; the protocol
@@ -302,7 +302,7 @@ func TestLegacySession(t *testing.T) {
 	}
 }
 
-// TestLegacyRefusals (cases 49 and 51, and the POST checks): every row is
+// TestLegacyRefusals (rules 3, 4 and 7, and the POST checks): every row is
 // refused with its status and JSON-RPC code, and nothing reaches a child.
 func TestLegacyRefusals(t *testing.T) {
 	e := newEnv(t, envOpts{http: httpapi.Options{MaxBodyBytes: 1 << 10}})
@@ -390,7 +390,7 @@ func TestLegacyRefusals(t *testing.T) {
 	}
 }
 
-// TestLegacyClose (case 50): closing the stream ends the session: in
+// TestLegacyClose (rule 5): closing the stream ends the session: in
 // per-session mode its child is stopped, and the old endpoint is 404.
 func TestLegacyClose(t *testing.T) {
 	for _, mode := range []string{bridge.ModePerSession, bridge.ModeShared} {

@@ -18,7 +18,7 @@ import (
 // once, and a request rate. Each refusal is 429 with Retry-After. They are
 // explicit counters rather than chi's Throttle, which would count every
 // long-lived stream against the cap for its whole life (docs/decisions.md,
-// per-principal limits).
+// "Per-principal limits").
 type limits struct {
 	maxSessions int
 	maxInFlight int

@@ -86,8 +86,8 @@ func (h *mcpHandler) post(w http.ResponseWriter, r *http.Request) error {
 	if p.session == "" {
 		msg := "Bad Request: Mcp-Session-Id header is required (send initialize first to start a session)"
 		if p.probe {
-			// docs/spec-rules.md, MCP 2026-07-28: era detection by
-			// clients. A dual-era client reads a 4xx whose body is not a
+			// docs/spec-rules.md, "MCP 2026-07-28: era detection by
+			// clients": a dual-era client reads a 4xx whose body is not a
 			// 2026-07-28 error as "fall back to initialize".
 			msg = "Bad Request: this bridge serves MCP 2024-11-05 to 2025-11-25 sessions; start one with initialize"
 		}

@@ -11,8 +11,8 @@ import (
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 )
 
-// TestExactlyOnce (docs/spec-rules.md, Streamable HTTP: one message, one
-// stream): with two POST streams and the GET stream open, every message
+// TestExactlyOnce (docs/spec-rules.md, "Streamable HTTP: one message, one
+// stream"): with two POST streams and the GET stream open, every message
 // the child writes is delivered on exactly one of them, progress on its
 // own request's stream.
 func TestExactlyOnce(t *testing.T) {

@@ -9,12 +9,11 @@ import (
 )
 
 // sseWriter writes one MCP SSE stream. It is written by hand rather than
-// with r3labs/sse (the project's SSE library, which serves the web page's
-// feed) because MCP streams need what that library cannot do
-// (docs/decisions.md, the SSE writers): a stream per POST that ends after
-// its response, exactly one reader per stream with no broadcast, events
-// with empty data, bounded buffers, per-write deadlines, and no goroutine
-// per stream left behind when it closes.
+// with an SSE library such as r3labs/sse because MCP streams need what
+// that library cannot do (docs/decisions.md, "The SSE writers"): a stream
+// per POST that ends after its response, exactly one reader per stream
+// with no broadcast, events with empty data, bounded buffers, per-write
+// deadlines, and no goroutine per stream left behind when it closes.
 type sseWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController

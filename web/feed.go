@@ -62,14 +62,13 @@ type FeedOptions struct {
 // broadcasts one stream to all its subscribers, and the pages no longer
 // see the same thing. It would take a stream per principal, created on
 // demand, and r3labs cannot remove a stream without leaking a goroutine
-// per client it had (RemoveStream; docs/decisions.md, the SSE writers),
-// so streams would pile up with every principal ever seen (JWT subjects
-// are unbounded);
-// and it writes to a stream's subscribers one after the other, so one
-// stalled page would stall its principal's other pages. What is left to
-// write is small: the headers, an event of one line of JSON, a comment.
-// (httpapi's SSE writer is MCP's, and web, a leaf, does not import
-// httpapi.)
+// per client it had (RemoveStream; docs/decisions.md, "The SSE
+// writers"), so streams would pile up with every principal ever seen (JWT
+// subjects are unbounded); and it writes to a stream's subscribers one
+// after the other, so one stalled page would stall its principal's other
+// pages. What is left to write is small: the headers, an event of one line
+// of JSON, a comment. (httpapi's SSE writer is MCP's, and web, a leaf,
+// does not import httpapi.)
 type Feed struct {
 	opts FeedOptions
 

@@ -77,8 +77,9 @@ func (p *goPeer) stream(t *testing.T) []legacyEvent {
 }
 
 // TestLegacyGoSDKClient drives the demo behind the bridge with the Go
-// SDK's HTTP+SSE client, at several protocol versions (SPEC.md case 52: a
-// legacy-transport client may negotiate a 2025 version), through every
+// SDK's HTTP+SSE client, at several protocol versions (docs/spec-rules.md,
+// "Legacy HTTP+SSE", rule 6: a legacy-transport client may negotiate a
+// 2025 version), through every
 // feature that crosses the bridge in both directions; all of it travels
 // on the one stream.
 func TestLegacyGoSDKClient(t *testing.T) { forEachMode(t, testLegacyGoSDKClient) }
