@@ -167,3 +167,32 @@ func (s Snapshot) For(owner string) Snapshot {
 	}
 	return out
 }
+
+// ModernCounts is what the modern era holds at one moment.
+type ModernCounts struct {
+	Parked  int `json:"parked"`  // calls waiting for their client's retry
+	Leased  int `json:"leased"`  // children leased to one call each
+	Listens int `json:"listens"` // open subscriptions/listen streams
+}
+
+// ModernSnapshot counts the modern era's parked calls, leased children
+// and listens.
+func (b *Bridge) ModernSnapshot() ModernCounts {
+	var m ModernCounts
+	b.exMu.Lock()
+	m.Parked = len(b.exchanges)
+	b.exMu.Unlock()
+	b.mu.Lock()
+	m.Listens = len(b.listens)
+	pools := make([]*modernPool, 0, len(b.pools))
+	for _, p := range b.pools {
+		pools = append(pools, p)
+	}
+	b.mu.Unlock()
+	for _, p := range pools {
+		p.mu.Lock()
+		m.Leased += len(p.leased)
+		p.mu.Unlock()
+	}
+	return m
+}

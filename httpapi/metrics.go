@@ -392,12 +392,31 @@ var (
 		"Requests the MCP server did not answer in time (--request-timeout, --init-timeout), answered with an error by the bridge.", nil, nil)
 	descLateProgress = prometheus.NewDesc("mcp_bridge_late_progress_total",
 		"Progress notifications that came after their request was over (answered, cancelled or timed out), dropped.", nil, nil)
+
+	// The modern era (2026-07-28).
+	descInputRequired = prometheus.NewDesc("mcp_bridge_input_required_total",
+		"2026-07-28 calls parked for their client's input: input_required results the bridge gave for a 2025 server's sampling, elicitation or roots request (MRTR).", nil, nil)
+	descInputExpired = prometheus.NewDesc("mcp_bridge_input_expired_total",
+		"Parked calls whose client did not retry within --input-ttl, cancelled.", nil, nil)
+	descInputRefused = prometheus.NewDesc("mcp_bridge_input_refused_total",
+		"Retries refused: a requestState forged, altered, used already, expired, another principal's or another replica's.", nil, nil)
+	descInputMissingCapability = prometheus.NewDesc("mcp_bridge_input_missing_capability_total",
+		"Calls ended with -32021 because the server asked for a capability the client did not declare.", nil, nil)
+	descParkedDrops = prometheus.NewDesc("mcp_bridge_parked_drops_total",
+		"Notifications a server sent for a call while it was parked for its client's input, dropped.", nil, nil)
+	descParked = prometheus.NewDesc("mcp_bridge_parked_calls",
+		"2026-07-28 calls parked for their client's retry.", nil, nil)
+	descLeased = prometheus.NewDesc("mcp_bridge_leased_children",
+		"MCP server processes leased to one 2026-07-28 call each (its client may be asked for input), parked calls' included.", nil, nil)
+	descListens = prometheus.NewDesc("mcp_bridge_listen_streams",
+		"Open 2026-07-28 subscriptions/listen streams.", nil, nil)
 )
 
 func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSessions, descSessionsCreated, descSessionsEnded,
 		descChildrenSpawned, descChildrenFailed, descChildrenExited, descQueueDrops, descOversize, descUnroutable,
-		descChildrenRestarted, descChildren, descWaiting, descStreamsCut, descEventsEvicted, descTimedOut, descLateProgress} {
+		descChildrenRestarted, descChildren, descWaiting, descStreamsCut, descEventsEvicted, descTimedOut, descLateProgress,
+		descInputRequired, descInputExpired, descInputRefused, descInputMissingCapability, descParkedDrops, descParked, descLeased, descListens} {
 		ch <- d
 	}
 }
@@ -425,6 +444,15 @@ func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descEventsEvicted, s.EventsEvicted.Load())
 	counter(descTimedOut, s.RequestsTimedOut.Load())
 	counter(descLateProgress, s.LateProgress.Load())
+	counter(descInputRequired, s.InputRequired.Load())
+	counter(descInputExpired, s.InputExpired.Load())
+	counter(descInputRefused, s.InputRefused.Load())
+	counter(descInputMissingCapability, s.InputMissingCapability.Load())
+	counter(descParkedDrops, s.ParkedDrops.Load())
+	m := c.b.ModernSnapshot()
+	ch <- prometheus.MustNewConstMetric(descParked, prometheus.GaugeValue, float64(m.Parked))
+	ch <- prometheus.MustNewConstMetric(descLeased, prometheus.GaugeValue, float64(m.Leased))
+	ch <- prometheus.MustNewConstMetric(descListens, prometheus.GaugeValue, float64(m.Listens))
 	ch <- prometheus.MustNewConstMetric(descChildren, prometheus.GaugeValue, float64(c.b.Children()))
 	ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(c.b.WaitingChildren()))
 }

@@ -201,6 +201,23 @@ func TestComposeEnvMatchesConfig(t *testing.T) {
 			}
 		})
 	}
+	// HAProxy routes a 2026-07-28 retry by the replica its requestState
+	// names: each replica's --replica-id must be its server's name there,
+	// with a use-server rule.
+	t.Run("replica names", func(t *testing.T) {
+		cfg := readHAProxyConfig(t)
+		for _, name := range []string{"replica-a", "replica-b"} {
+			if id := environment(p.Services[name])["MCP_BRIDGE_REPLICA_ID"]; id != name {
+				t.Errorf("%s: MCP_BRIDGE_REPLICA_ID=%q, want its HAProxy server name %q", name, id, name)
+			}
+			if !slices.ContainsFunc(cfg.servers, func(l string) bool { return strings.Fields(l)[1] == name }) ||
+				!slices.ContainsFunc(cfg.backend, func(l string) bool {
+					return strings.HasPrefix(l, "use-server "+name+" ") && strings.Contains(l, `mb1\.`+name+`\.`)
+				}) {
+				t.Errorf("deploy/haproxy.cfg has no server %s with a use-server rule for its requestState", name)
+			}
+		}
+	})
 	t.Run("Dockerfile", func(t *testing.T) {
 		vars := dockerfileEnv(t)
 		if len(vars) == 0 {
