@@ -206,6 +206,7 @@ type Bridge struct {
 	childEra atomic.Int32           // what the children speak, once probed
 	probeMu  sync.Mutex             // one probe at a time
 	listens  map[*ModernCall]bool   // open listens, which Drain ends
+	running  map[*ModernCall]bool   // calls in progress on a child (Snapshot)
 	exMu     sync.Mutex             // guards exchanges and parkedBy; a leaf
 	// exchanges are the calls parked for their clients' retries, by
 	// requestState handle; parkedBy counts them by owner.
@@ -291,6 +292,7 @@ func New(cfg Config) (*Bridge, error) {
 		identities: make(map[string]*upstream),
 		pools:      make(map[string]*modernPool),
 		listens:    make(map[*ModernCall]bool),
+		running:    make(map[*ModernCall]bool),
 		exchanges:  make(map[string]*exchange),
 		parkedBy:   make(map[string]int),
 		stopJan:    make(chan struct{}),

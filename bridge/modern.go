@@ -58,6 +58,7 @@ type ModernCall struct {
 	args      [32]byte  // digest of params.arguments, for a retry's check
 	keys      int       // input request keys made so far
 
+	started   time.Time
 	final     bool // the final message was given
 	cancelled bool // Close came before it
 	parked    bool // an exchange holds the call for the client's retry
@@ -108,7 +109,7 @@ func (b *Bridge) Modern(ctx context.Context, req ModernRequest) (*ModernCall, er
 			}
 		}
 	}
-	mc := &ModernCall{b: b, pool: p, id: bytes.Clone(id), method: m.Method, env: env, owner: req.Owner, era: era}
+	mc := &ModernCall{b: b, pool: p, id: bytes.Clone(id), method: m.Method, env: env, owner: req.Owner, era: era, started: b.cfg.Now()}
 	mc.hints = resultHints{resultType: "complete", cache: cacheable[m.Method], scope: "public"}
 	if req.Private {
 		mc.hints.scope, mc.hints.forceScope = "private", true
@@ -147,6 +148,8 @@ func (b *Bridge) Modern(ctx context.Context, req ModernRequest) (*ModernCall, er
 			}
 		}
 	}
+	mrtr := mrtrMethods[m.Method] && env.caps.asksInput()
+	mc.noteTarget(m, era == eraLegacy && mrtr)
 	switch {
 	case era == eraModern:
 		if err = mc.start(u, m); err == nil && mc.Listen() {
@@ -156,8 +159,7 @@ func (b *Bridge) Modern(ctx context.Context, req ModernRequest) (*ModernCall, er
 		mc.answer(discoverResult(u, mc.id, mc.hints.scope))
 	case m.Method == "subscriptions/listen":
 		err = mc.startListen(ctx, u, m)
-	case mrtrMethods[m.Method] && env.caps.asksInput():
-		mc.noteTarget(m)
+	case mrtr:
 		var lease *upstream
 		if lease, err = p.lease(ctx, req.Owner.Key, u); err == nil {
 			mc.lease = lease
@@ -167,14 +169,28 @@ func (b *Bridge) Modern(ctx context.Context, req ModernRequest) (*ModernCall, er
 			}
 		}
 	default:
-		mc.noteTarget(m)
 		err = mc.start(u, m)
 	}
 	if err != nil {
 		p.done()
 		return nil, withID(asError(err), id)
 	}
+	if mc.sess != nil {
+		b.setRunning(mc, true)
+	}
 	return mc, nil
+}
+
+// setRunning records (or forgets) a call in progress on a child, for
+// Snapshot; a parked one is its exchange's.
+func (b *Bridge) setRunning(mc *ModernCall, on bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if on {
+		b.running[mc] = true
+	} else {
+		delete(b.running, mc)
+	}
 }
 
 // mrtrMethods are the requests that may be answered input_required.
@@ -194,13 +210,16 @@ func (mc *ModernCall) answer(msg []byte) {
 	mc.queuedFinal = true
 }
 
-// noteTarget keeps what a retry of this call must repeat: its target and
-// arguments.
-func (mc *ModernCall) noteTarget(m *Message) {
+// noteTarget keeps the call's target (its tool, prompt or resource), and,
+// when its client may be asked for input (args), the digest of its
+// arguments, which a retry must repeat.
+func (mc *ModernCall) noteTarget(m *Message, args bool) {
 	if key := nameParam(m.Method); key != "" {
 		_ = unquote(m.Param(key), &mc.target)
 	}
-	mc.args = digestArgs(m.Param("arguments"))
+	if args {
+		mc.args = digestArgs(m.Param("arguments"))
+	}
 }
 
 // start sends the request to u's child, on a session of its own.
@@ -447,6 +466,7 @@ func (mc *ModernCall) Close() {
 		return
 	}
 	mc.closed = true
+	mc.b.setRunning(mc, false)
 	if mc.parked {
 		return // its exchange holds it, and its use of the pool
 	}

@@ -81,7 +81,7 @@ type modernPool struct {
 	base    *upstream              // nil until first use; b.shared in shared mode
 	ownBase bool                   // the pool started base, and stops it
 	idle    map[string][]*upstream // warm leases, by owner key
-	leased  map[*upstream]bool     // leases in use (by a call or a parked call)
+	leased  map[*upstream]string   // leases in use (by a call or a parked call), to their owner's key
 	active  int                    // calls in progress, parked ones included
 	used    time.Time              // when the last call ended
 	headers toolHeaders            // the tools' Mcp-Param headers (params.go)
@@ -101,7 +101,7 @@ func (b *Bridge) modernPool(owner Owner, env []string) *modernPool {
 	defer b.mu.Unlock()
 	p := b.pools[key]
 	if p == nil {
-		p = &modernPool{b: b, key: key, env: env, idle: map[string][]*upstream{}, leased: map[*upstream]bool{}}
+		p = &modernPool{b: b, key: key, env: env, idle: map[string][]*upstream{}, leased: map[*upstream]string{}}
 		b.pools[key] = p
 	}
 	p.mu.Lock()
@@ -333,7 +333,7 @@ func (p *modernPool) lease(ctx context.Context, owner string, base *upstream) (*
 		alive := u.child != nil && !u.stopping
 		u.mu.Unlock()
 		if alive {
-			p.leased[u] = true
+			p.leased[u] = owner
 			p.mu.Unlock()
 			return u, nil
 		}
@@ -362,7 +362,7 @@ func (p *modernPool) lease(ctx context.Context, owner string, base *upstream) (*
 		return nil, err
 	}
 	p.mu.Lock()
-	p.leased[u] = true
+	p.leased[u] = owner
 	p.mu.Unlock()
 	return u, nil
 }

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
-	"encoding/base64"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -53,14 +53,15 @@ func newRound() *round {
 
 // exchange is a call parked for its client's retry.
 type exchange struct {
-	call   *ModernCall
-	round  *round
-	owner  string
-	method string
-	target string
-	args   [32]byte
-	keys   int // keys made so far, so every key of the call is new
-	timer  *time.Timer
+	call    *ModernCall
+	round   *round
+	owner   string
+	method  string
+	target  string
+	args    [32]byte
+	keys    int // keys made so far, so every key of the call is new
+	timer   *time.Timer
+	expires time.Time
 }
 
 // childRequest handles a request the child sent while the call runs: a
@@ -245,6 +246,7 @@ func (mc *ModernCall) park() ([]byte, error) {
 	}
 	b.exchanges[handle] = ex
 	b.parkedBy[ex.owner]++
+	ex.expires = b.cfg.Now().Add(b.cfg.InputTTL)
 	ex.timer = time.AfterFunc(b.cfg.InputTTL, func() { b.expireExchange(handle, ex) })
 	b.exMu.Unlock()
 	b.stats.InputRequired.Add(1)
@@ -294,7 +296,7 @@ func (b *Bridge) newHandle() (string, error) {
 // -32602 and the parked call is left as it was.
 func (b *Bridge) resume(ctx context.Context, mc *ModernCall, req ModernRequest) (*ModernCall, error) {
 	m := &req.Message
-	mc.noteTarget(m)
+	mc.noteTarget(m, true)
 	refuse := func(msg string) (*ModernCall, error) {
 		b.stats.InputRefused.Add(1)
 		mc.answer(errorResponse(mc.id, CodeInvalidParams, "Invalid params: "+msg, nil))
@@ -339,6 +341,8 @@ func (b *Bridge) resume(ctx context.Context, mc *ModernCall, req ModernRequest) 
 	mc.pool, mc.sess, mc.st, mc.lease, mc.childID, mc.keys = old.pool, old.sess, old.st, old.lease, old.childID, ex.keys
 	mc.rebind(m)
 	mc.hold(false)
+	mc.started = old.started
+	b.setRunning(mc, true)
 	left := newRound()
 	for key, xid := range ex.round.pending {
 		if v, ok := responses[key]; ok {

@@ -18,8 +18,11 @@ type Snapshot struct {
 	// shows it.
 	Argv     []string          `json:"argv,omitempty"`
 	Sessions []SessionSnapshot `json:"sessions"`
-	Children []ChildSnapshot   `json:"children"`
-	Waiting  int               `json:"waitingChildren"` // started children in the warm pool
+	// Modern are the 2026-07-28 requests in progress: running, listening,
+	// or parked for their client's input.
+	Modern   []ModernSnapshot `json:"modern"`
+	Children []ChildSnapshot  `json:"children"`
+	Waiting  int              `json:"waitingChildren"` // started children in the warm pool
 	// Servers, in a snapshot that combines several bridges (one per
 	// server), says what each runs. The bridge itself leaves it empty.
 	Servers []ServerSnapshot `json:"servers,omitempty"`
@@ -47,6 +50,30 @@ type SessionSnapshot struct {
 	owner string // Owner.Key, which For filters by; never shown
 }
 
+// ModernSnapshot describes one 2026-07-28 request in progress.
+type ModernSnapshot struct {
+	Server    string    `json:"server,omitempty"`    // with several servers: its name
+	Principal string    `json:"principal,omitempty"` // the owner's name (Owner.Name)
+	Method    string    `json:"method"`
+	Target    string    `json:"target,omitempty"` // the tool, prompt or resource
+	Started   time.Time `json:"started"`
+	// State is running, listening, or waiting for input (parked for its
+	// client's retry, until Expires).
+	State    string     `json:"state"`
+	Expires  *time.Time `json:"expires,omitempty"`
+	ChildPid int        `json:"childPid,omitempty"`
+	Leased   bool       `json:"leased,omitempty"` // on a child of its own
+
+	owner string
+}
+
+// Modern request states (ModernSnapshot.State).
+const (
+	ModernRunning   = "running"
+	ModernListening = "listening"
+	ModernWaiting   = "waiting for input"
+)
+
 // ChildSnapshot describes one child process.
 type ChildSnapshot struct {
 	Server     string    `json:"server,omitempty"` // with several servers: its name
@@ -71,7 +98,7 @@ type ChildSnapshot struct {
 
 // Snapshot returns the bridge's sessions (oldest first) and children.
 func (b *Bridge) Snapshot() Snapshot {
-	snap := Snapshot{Mode: b.cfg.Mode, Command: b.cfg.Command[0], Argv: RedactArgv(b.cfg.Command), Sessions: []SessionSnapshot{}, Children: []ChildSnapshot{}}
+	snap := Snapshot{Mode: b.cfg.Mode, Command: b.cfg.Command[0], Argv: RedactArgv(b.cfg.Command), Sessions: []SessionSnapshot{}, Modern: b.modernSnapshot(), Children: []ChildSnapshot{}}
 	b.mu.Lock()
 	sessions := make([]*Session, 0, len(b.sessions))
 	for _, s := range b.sessions {
@@ -103,6 +130,16 @@ func (b *Bridge) Snapshot() Snapshot {
 	}
 	for _, u := range ups {
 		if c, ok := u.snapshot(u == shared); ok {
+			snap.Children = append(snap.Children, c)
+		}
+	}
+	for _, pc := range b.poolChildren() {
+		if seen[pc.u] {
+			continue // the shared child: listed already
+		}
+		seen[pc.u] = true
+		if c, ok := pc.u.snapshot(pc.everyone); ok {
+			c.owners = pc.owners
 			snap.Children = append(snap.Children, c)
 		}
 	}
@@ -150,6 +187,12 @@ func (s Snapshot) For(owner string) Snapshot {
 			out.Sessions = append(out.Sessions, x)
 		}
 	}
+	out.Modern = []ModernSnapshot{}
+	for _, x := range s.Modern {
+		if x.owner == owner {
+			out.Modern = append(out.Modern, x)
+		}
+	}
 	for _, c := range s.Children {
 		switch {
 		case c.everyone:
@@ -195,4 +238,87 @@ func (b *Bridge) ModernSnapshot() ModernCounts {
 		p.mu.Unlock()
 	}
 	return m
+}
+
+// modernSnapshot lists the modern requests in progress, oldest first.
+func (b *Bridge) modernSnapshot() []ModernSnapshot {
+	out := []ModernSnapshot{}
+	b.mu.Lock()
+	calls := make([]*ModernCall, 0, len(b.running))
+	for mc := range b.running {
+		calls = append(calls, mc)
+	}
+	b.mu.Unlock()
+	for _, mc := range calls {
+		out = append(out, mc.snapshot(nil))
+	}
+	b.exMu.Lock()
+	parked := make([]*exchange, 0, len(b.exchanges))
+	for _, ex := range b.exchanges {
+		parked = append(parked, ex)
+	}
+	b.exMu.Unlock()
+	for _, ex := range parked {
+		out = append(out, ex.call.snapshot(ex))
+	}
+	slices.SortFunc(out, func(a, b ModernSnapshot) int { return a.Started.Compare(b.Started) })
+	return out
+}
+
+// snapshot describes the call; ex is its exchange if it is parked.
+func (mc *ModernCall) snapshot(ex *exchange) ModernSnapshot {
+	m := ModernSnapshot{Principal: mc.owner.Name, Method: mc.method, Target: mc.target, Started: mc.started,
+		State: ModernRunning, Leased: mc.lease != nil, owner: mc.owner.Key}
+	if mc.Listen() {
+		m.State = ModernListening
+	}
+	if ex != nil {
+		m.State = ModernWaiting
+		exp := ex.expires
+		m.Expires = &exp
+	}
+	if mc.sess != nil {
+		m.ChildPid = mc.sess.ChildPid()
+	}
+	return m
+}
+
+// poolChild is a child of a modern pool, for Snapshot.
+type poolChild struct {
+	u        *upstream
+	owners   []string // the principals it serves
+	everyone bool     // it serves every principal
+}
+
+// poolChildren lists the children of the modern pools: each pool's base,
+// which serves its partition, and its leases, each the principal's whose
+// call it serves or whose warm ones it is.
+func (b *Bridge) poolChildren() []poolChild {
+	b.mu.Lock()
+	pools := make([]*modernPool, 0, len(b.pools))
+	for _, p := range b.pools {
+		pools = append(pools, p)
+	}
+	b.mu.Unlock()
+	var out []poolChild
+	for _, p := range pools {
+		p.mu.Lock()
+		if p.base != nil {
+			if p.key == "" {
+				out = append(out, poolChild{u: p.base, everyone: true})
+			} else {
+				out = append(out, poolChild{u: p.base, owners: []string{p.key}})
+			}
+		}
+		for u, owner := range p.leased {
+			out = append(out, poolChild{u: u, owners: []string{owner}})
+		}
+		for owner, list := range p.idle {
+			for _, u := range list {
+				out = append(out, poolChild{u: u, owners: []string{owner}})
+			}
+		}
+		p.mu.Unlock()
+	}
+	return out
 }

@@ -117,7 +117,7 @@ func (m *Mounts) anyAuth() bool {
 // webSnapshot combines every server's snapshot, each session and child
 // labelled with its server.
 func (m *Mounts) webSnapshot() bridge.Snapshot {
-	out := bridge.Snapshot{Mode: "several servers", Command: "--config", Sessions: []bridge.SessionSnapshot{}, Children: []bridge.ChildSnapshot{}, Servers: []bridge.ServerSnapshot{}}
+	out := bridge.Snapshot{Mode: "several servers", Command: "--config", Sessions: []bridge.SessionSnapshot{}, Modern: []bridge.ModernSnapshot{}, Children: []bridge.ChildSnapshot{}, Servers: []bridge.ServerSnapshot{}}
 	set := *m.set.Load()
 	for name, mt := range set {
 		s := webSnapshot(mt.b.Snapshot())
@@ -130,6 +130,10 @@ func (m *Mounts) webSnapshot() bridge.Snapshot {
 			x.Server = name
 			out.Sessions = append(out.Sessions, x)
 		}
+		for _, x := range s.Modern {
+			x.Server = name
+			out.Modern = append(out.Modern, x)
+		}
 		for _, x := range s.Children {
 			x.Server = name
 			out.Children = append(out.Children, x)
@@ -138,6 +142,7 @@ func (m *Mounts) webSnapshot() bridge.Snapshot {
 	}
 	slices.SortFunc(out.Servers, func(a, b bridge.ServerSnapshot) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(out.Sessions, func(a, b bridge.SessionSnapshot) int { return a.Created.Compare(b.Created) })
+	slices.SortFunc(out.Modern, func(a, b bridge.ModernSnapshot) int { return a.Started.Compare(b.Started) })
 	slices.SortFunc(out.Children, func(a, b bridge.ChildSnapshot) int { return a.Started.Compare(b.Started) })
 	return out
 }

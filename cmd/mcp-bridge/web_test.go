@@ -198,3 +198,68 @@ func TestWebFeedShutdown(t *testing.T) {
 		t.Errorf("the feed did not end cleanly: %v", err)
 	}
 }
+
+// TestWebPageModern: the page shows the 2026-07-28 requests in progress,
+// in a real headless Chromium: a call parked while its client answers what
+// the server asked (with the time left before it expires) and a listen,
+// with their principal, and the children that serve them.
+func TestWebPageModern(t *testing.T) {
+	node, nodeModules := browserPeers(t)
+	token := randomToken()
+	p := startBridge(t, append(environWithout(envPrefix), "WEB_TOKEN="+token), "--token-env", "WEB_TOKEN", "--child-protocol", "legacy")
+	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
+	defer cancel()
+	hc := &http.Client{Transport: bearerTransport{token, http.DefaultTransport}}
+
+	// A call parked for its client's input (the demo, taken for a 2025
+	// server, asks for a name)...
+	res, err := modernCall(ctx, hc, p.URL, 1, nil, "")
+	if err != nil || res.State == "" {
+		t.Fatalf("modern call: %+v, %v", res, err)
+	}
+	// ...and a listen, open until the test ends.
+	listenCtx, stopListen := context.WithCancel(ctx)
+	defer stopListen()
+	body := `{"jsonrpc":"2.0","id":"L1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	r, _ := http.NewRequestWithContext(listenCtx, http.MethodPost, p.URL, strings.NewReader(body))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"} {
+		r.Header.Set(k, v)
+	}
+	resp, err := hc.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("listen: %s %q %v", resp.Status, line, err)
+	}
+
+	shot := filepath.Join(t.TempDir(), "modern.png")
+	var page webpageResult
+	runPageScript(t, ctx, node, nodeModules, "modernview.mjs", &page, p.Base+"/", token, shot)
+	if page.Failed != "" || len(page.PageErrors) > 0 {
+		t.Fatalf("the page failed at %s (steps %q, page errors %q)", page.Failed, page.Steps, page.PageErrors)
+	}
+	for step, want := range map[string][]string{
+		"parked":    {"tools/call test_input_required_result_elicitation", "WEB_TOKEN", "waiting for input", "expires in", "leased"},
+		"listening": {"subscriptions/listen", "WEB_TOKEN", "listening"},
+		"count":     {"(2)"},
+		"children":  {"pid "},
+	} {
+		for _, w := range want {
+			if !strings.Contains(page.Steps[step], w) {
+				t.Errorf("%s: the page shows %q, want %q", step, page.Steps[step], w)
+			}
+		}
+	}
+	if png, err := os.ReadFile(shot); err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Errorf("screenshot %s: %v", shot, err)
+	} else if err := os.WriteFile("/tmp/mcp-bridge-web-modern.png", png, 0o644); err == nil {
+		t.Logf("screenshot: /tmp/mcp-bridge-web-modern.png")
+	}
+	// The parked call, answered, is gone from the page's snapshot too.
+	if done, err := modernCall(ctx, hc, p.URL, 2, res.Inputs(), res.State); err != nil || done.Text() != "Hello, user 1!" {
+		t.Errorf("retry: %+v, %v", done, err)
+	}
+}

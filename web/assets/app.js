@@ -209,6 +209,11 @@ function ago(iso) {
   return el("span", { dataset: { ago: iso } }, fmtDuration(serverNow() - Date.parse(iso)) + " ago");
 }
 
+// until counts down to a time: when a parked call expires.
+function until(iso) {
+  return el("span", { dataset: { until: iso } }, fmtDuration(Math.max(0, Date.parse(iso) - serverNow())));
+}
+
 // tick refreshes the ages and uptimes between snapshots: the feed sends a
 // snapshot only when something changed, not as time passes.
 function tick() {
@@ -218,6 +223,9 @@ function tick() {
   }
   for (const e of document.querySelectorAll("[data-ago]")) {
     e.textContent = fmtDuration(now - Date.parse(e.dataset.ago)) + " ago";
+  }
+  for (const e of document.querySelectorAll("[data-until]")) {
+    e.textContent = fmtDuration(Math.max(0, Date.parse(e.dataset.until) - now));
   }
 }
 
@@ -264,6 +272,28 @@ function renderSnapshot() {
   $("sessions").tBodies[0].replaceChildren(...rows);
   $("session-count").textContent = "(" + rows.length + ")";
   $("no-sessions").hidden = rows.length > 0;
+
+  // 2026-07-28 requests: running, listening, or parked while their client
+  // answers what the server asked (until they expire).
+  const modern = (snap.modern || []).map((m) =>
+    el(
+      "tr",
+      { dataset: { state: m.state } },
+      el("td", { class: "mono" }, (m.server ? m.server + " · " : "") + m.method + (m.target ? " " + m.target : "")),
+      el("td", {}, m.principal || "anonymous"),
+      el(
+        "td",
+        { class: m.state === "waiting for input" ? "busy" : "" },
+        m.state,
+        m.expires ? el("span", { class: "hint" }, " · expires in ", until(m.expires)) : null,
+      ),
+      el("td", {}, since(m.started)),
+      el("td", { class: "mono" }, (m.childPid ? String(m.childPid) : "") + (m.leased ? " leased" : "")),
+    ),
+  );
+  $("modern").tBodies[0].replaceChildren(...modern);
+  $("modern-count").textContent = "(" + modern.length + ")";
+  $("no-modern").hidden = modern.length > 0;
 
   const cards = (snap.children || []).map((c) => {
     const dl = el("dl", { class: "facts" });
