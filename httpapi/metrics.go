@@ -34,8 +34,8 @@ type metrics struct {
 	// byMethod are the counters of each era (0: 2025, 1: 2026-07-28), by
 	// method: known MCP methods, "response" and "other".
 	byMethod [2]map[string]*methodMetrics
-	http     *prometheus.CounterVec    // {method, code}
-	authFail *prometheus.CounterVec    // {reason}
+	http     *prometheus.CounterVec // {method, code}
+	authFail *prometheus.CounterVec // {reason}
 	received prometheus.Counter
 	sent     prometheus.Counter
 
@@ -110,10 +110,10 @@ func newMetrics(opts Options) *metrics {
 		opts.Now = time.Now
 	}
 	m := &metrics{
-		path:     opts.Path,
-		scrape:   opts.MetricsAuth,
-		log:      opts.Logger,
-		now:      opts.Now,
+		path:   opts.Path,
+		scrape: opts.MetricsAuth,
+		log:    opts.Logger,
+		now:    opts.Now,
 		http: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcp_bridge_http_requests_total",
 			Help: "HTTP requests to the MCP endpoint, by HTTP method and status code, counted when they end (a GET stream when it closes).",
