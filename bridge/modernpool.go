@@ -80,13 +80,19 @@ type modernPool struct {
 	mu      sync.Mutex
 	base    *upstream              // nil until first use; b.shared in shared mode
 	ownBase bool                   // the pool started base, and stops it
-	idle    map[string][]*upstream // warm leases, by owner key
+	idle    map[string][]idleLease // warm leases, by owner key, oldest first
 	leased  map[*upstream]string   // leases in use (by a call or a parked call), to their owner's key
 	active  int                    // calls in progress, parked ones included
 	used    time.Time              // when the last call ended
 	headers toolHeaders            // the tools' Mcp-Param headers (params.go)
 	// toolsFetched is when the bridge last read the tool list itself.
 	toolsFetched time.Time
+}
+
+// idleLease is a warm leased child and when its last call ended.
+type idleLease struct {
+	u     *upstream
+	since time.Time
 }
 
 // modernPool returns the pool that serves owner's modern requests.
@@ -101,7 +107,7 @@ func (b *Bridge) modernPool(owner Owner, env []string) *modernPool {
 	defer b.mu.Unlock()
 	p := b.pools[key]
 	if p == nil {
-		p = &modernPool{b: b, key: key, env: env, idle: map[string][]*upstream{}, leased: map[*upstream]string{}}
+		p = &modernPool{b: b, key: key, env: env, idle: map[string][]idleLease{}, leased: map[*upstream]string{}}
 		b.pools[key] = p
 	}
 	p.mu.Lock()
@@ -162,9 +168,14 @@ func (p *modernPool) baseUpstream() (*upstream, error) {
 	defer p.mu.Unlock()
 	if p.base != nil {
 		p.base.mu.Lock()
-		ok := !p.base.dead && !p.base.stopping
+		dead, stopping := p.base.dead, p.base.stopping
 		p.base.mu.Unlock()
-		if ok {
+		switch {
+		case dead:
+			// Its crash-loop breaker tripped: as for the shared child,
+			// the server is down rather than started again per request.
+			return nil, ErrSharedDown
+		case !stopping:
 			return p.base, nil
 		}
 	}
@@ -314,6 +325,9 @@ func (b *Bridge) initShared(ctx context.Context, u *upstream, params string) err
 	}
 	g := u.gate
 	u.mu.Unlock()
+	if g.decided() && g.err == nil {
+		return nil // initialized: the usual case, without a timer
+	}
 	if err := b.waitInit(ctx, g, nil); err != nil {
 		return err
 	}
@@ -327,7 +341,7 @@ func (p *modernPool) lease(ctx context.Context, owner string, base *upstream) (*
 	b := p.b
 	p.mu.Lock()
 	for list := p.idle[owner]; len(list) > 0; list = p.idle[owner] {
-		u := list[len(list)-1]
+		u := list[len(list)-1].u // the warmest
 		p.idle[owner] = list[:len(list)-1]
 		u.mu.Lock()
 		alive := u.child != nil && !u.stopping
@@ -339,7 +353,7 @@ func (p *modernPool) lease(ctx context.Context, owner string, base *upstream) (*
 		}
 	}
 	p.mu.Unlock()
-	if b.children.Load() >= int64(b.cfg.MaxChildren) {
+	if b.children.Load() >= int64(b.cfg.MaxChildren) && !b.evictIdleLease() {
 		return nil, errTooManyChildren
 	}
 	select {
@@ -407,7 +421,7 @@ func (p *modernPool) release(u *upstream, owner string, reuse bool) {
 	alive := u.child != nil && !u.stopping
 	u.mu.Unlock()
 	if reuse && alive && len(p.idle[owner]) < maxIdleLeases {
-		p.idle[owner] = append(p.idle[owner], u)
+		p.idle[owner] = append(p.idle[owner], idleLease{u, p.b.cfg.Now()})
 		p.mu.Unlock()
 		return
 	}
@@ -415,25 +429,70 @@ func (p *modernPool) release(u *upstream, owner string, reuse bool) {
 	p.b.track(func() { u.stop(context.Background()) })
 }
 
-// idleSince reports whether the pool has had no call for d, and if so
-// takes its children out of it for the caller to stop: the janitor's
-// reclaiming of pools nobody uses.
+// reclaim takes out of the pool, for the caller to stop, the warm leases
+// no call used for d, and its base child of its own once the pool has had
+// no call for d: the janitor's reclaiming of what nobody uses.
 func (p *modernPool) reclaim(now time.Time, d time.Duration) []*upstream {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.active > 0 || now.Sub(p.used) < d {
-		return nil
-	}
 	var out []*upstream
 	for k, list := range p.idle {
-		out = append(out, list...)
-		delete(p.idle, k)
+		keep := list[:0]
+		for _, l := range list {
+			if now.Sub(l.since) >= d {
+				out = append(out, l.u)
+			} else {
+				keep = append(keep, l)
+			}
+		}
+		if p.idle[k] = keep; len(keep) == 0 {
+			delete(p.idle, k)
+		}
 	}
-	if p.ownBase && p.base != nil && len(p.leased) == 0 {
+	if p.active == 0 && now.Sub(p.used) >= d && p.ownBase && p.base != nil && len(p.leased) == 0 {
 		out = append(out, p.base)
 		p.base = nil
 	}
 	return out
+}
+
+// evictIdleLease stops the warm lease idle longest, of any pool and
+// owner, to make room for a process under --max-children: a warm child
+// must not keep another principal's call from running. It reports
+// whether there was one.
+func (b *Bridge) evictIdleLease() bool {
+	b.mu.Lock()
+	pools := make([]*modernPool, 0, len(b.pools))
+	for _, p := range b.pools {
+		pools = append(pools, p)
+	}
+	b.mu.Unlock()
+	var oldest *modernPool
+	var owner string
+	var at time.Time
+	for _, p := range pools {
+		p.mu.Lock()
+		for k, list := range p.idle {
+			if len(list) > 0 && (oldest == nil || list[0].since.Before(at)) {
+				oldest, owner, at = p, k, list[0].since
+			}
+		}
+		p.mu.Unlock()
+	}
+	if oldest == nil {
+		return false
+	}
+	oldest.mu.Lock()
+	list := oldest.idle[owner]
+	if len(list) == 0 {
+		oldest.mu.Unlock()
+		return false
+	}
+	u := list[0].u
+	oldest.idle[owner] = list[1:]
+	oldest.mu.Unlock()
+	u.stop(context.Background()) // it must be gone before the new one starts
+	return true
 }
 
 // all takes every child out of the pool, for Close to stop.
@@ -442,7 +501,9 @@ func (p *modernPool) all() []*upstream {
 	defer p.mu.Unlock()
 	var out []*upstream
 	for _, list := range p.idle {
-		out = append(out, list...)
+		for _, l := range list {
+			out = append(out, l.u)
+		}
 	}
 	clear(p.idle)
 	for u := range p.leased {

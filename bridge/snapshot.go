@@ -314,8 +314,8 @@ func (b *Bridge) poolChildren() []poolChild {
 			out = append(out, poolChild{u: u, owners: []string{owner}})
 		}
 		for owner, list := range p.idle {
-			for _, u := range list {
-				out = append(out, poolChild{u: u, owners: []string{owner}})
+			for _, l := range list {
+				out = append(out, poolChild{u: l.u, owners: []string{owner}})
 			}
 		}
 		p.mu.Unlock()

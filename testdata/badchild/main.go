@@ -258,8 +258,11 @@ func (s *server) initialize(m message) {
 	}
 	s.respond(m.ID, map[string]any{
 		"protocolVersion": version,
-		"capabilities":    map[string]any{"tools": map[string]any{"listChanged": true}, "logging": map[string]any{}},
-		"serverInfo":      map[string]any{"name": "badchild", "version": "0.0.1"},
+		"capabilities": map[string]any{"tools": map[string]any{"listChanged": true}, "logging": map[string]any{},
+			// It answers resources/subscribe (recorded: state_calls) but has
+			// no resources to list; updates are what notify sends.
+			"resources": map[string]any{"subscribe": true}},
+		"serverInfo": map[string]any{"name": "badchild", "version": "0.0.1"},
 	}, false)
 }
 
