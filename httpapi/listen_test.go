@@ -53,7 +53,6 @@ func modernPost(ctx context.Context, e *env, id int, method, name, params, caps 
 	return e.try(ctx, r)
 }
 
-
 // notifyVia has the child send a notification, by a 2026-07-28 call of the
 // badchild's notify tool, and waits for the call's answer.
 func notifyVia(t *testing.T, e *env, id int, method, params string) {
