@@ -191,6 +191,25 @@ func Handler(opts Options) (http.Handler, error) {
 	return routes(opts)
 }
 
+// Endpoint is a URL path the bridge serves, and what it is.
+type Endpoint struct{ Name, Path string }
+
+// Endpoints are what a handler of o serves besides its MCP endpoint, for
+// people: the legacy HTTP+SSE stream (when served), the web page (when
+// on), the metrics. The startup log shows them as full URLs.
+func (o Options) Endpoints() []Endpoint {
+	o.Path = cmp.Or(o.Path, DefaultPath)
+	o.SSEPath = cmp.Or(o.SSEPath, path.Join(path.Dir(o.Path), "sse"))
+	var out []Endpoint
+	if o.legacyOn() {
+		out = append(out, Endpoint{"legacy HTTP+SSE stream (2024-11-05 clients)", o.SSEPath})
+	}
+	if o.Web {
+		out = append(out, Endpoint{"web page", "/"})
+	}
+	return append(out, Endpoint{"metrics (Prometheus)", "/metrics"})
+}
+
 // legacyOn says whether the legacy HTTP+SSE endpoints are served: not in
 // Stateless mode, which has no sessions.
 func (o *Options) legacyOn() bool { return !o.DisableLegacySSE && !o.Stateless }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -27,6 +28,7 @@ type bridgeProc struct {
 	stderr bytes.Buffer // everything the bridge logged
 	done   chan struct{}
 	err    error
+	line   chan struct{} // capacity 1: a line was logged (waitLog)
 }
 
 var listening = regexp.MustCompile(`url=(http://[^\s]+?)(/[^\s]*)`)
@@ -43,7 +45,7 @@ func startBridge(t testing.TB, env []string, args ...string) *bridgeProc {
 	cmd := exec.Command(bin, append([]string{"--port", "0", "--log-level", "debug"}, args...)...)
 	cmd.Env = env
 	pr, pw := io.Pipe()
-	p := &bridgeProc{t: t, cmd: cmd, done: make(chan struct{})}
+	p := &bridgeProc{t: t, cmd: cmd, done: make(chan struct{}), line: make(chan struct{}, 1)}
 	cmd.Stderr = pw
 	cmd.Stdout = os.Stdout
 	if err := cmd.Start(); err != nil {
@@ -58,6 +60,10 @@ func startBridge(t testing.TB, env []string, args ...string) *bridgeProc {
 			p.mu.Lock()
 			p.stderr.WriteString(line + "\n")
 			p.mu.Unlock()
+			select {
+			case p.line <- struct{}{}:
+			default:
+			}
 			if testing.Verbose() {
 				t.Log(line)
 			}
@@ -84,6 +90,24 @@ func startBridge(t testing.TB, env []string, args ...string) *bridgeProc {
 		t.Fatalf("mcp-bridge did not start listening\n%s", p.Stderr())
 	}
 	return p
+}
+
+// waitLog waits until the bridge has logged a line containing s, and
+// returns its log so far.
+func (p *bridgeProc) waitLog(s string) string {
+	p.t.Helper()
+	deadline := time.NewTimer(30 * time.Second) // a safety net, not a timing assertion
+	defer deadline.Stop()
+	for {
+		if out := p.Stderr(); strings.Contains(out, s) {
+			return out
+		}
+		select {
+		case <-p.line:
+		case <-deadline.C:
+			p.t.Fatalf("the bridge never logged %q\n%s", s, p.Stderr())
+		}
+	}
 }
 
 // Stderr is what the bridge has logged so far.

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path"
 	"strings"
 	"syscall"
 	"time"
@@ -145,7 +146,7 @@ func serveCommand(ctx context.Context, cfg *config.Config, environ []string, hop
 	}
 	// Arguments may carry secrets (--api-key=...): the log shows them as
 	// the web page does, masked.
-	return serve(ctx, cfg.Serving(), log, h, b, hopts.Path, "command", strings.Join(bridge.RedactArgv(command), " "))
+	return serve(ctx, cfg.Serving(), log, h, b, hopts.Path, hopts.Endpoints(), "command", strings.Join(bridge.RedactArgv(command), " "))
 }
 
 // serveServers serves the servers of the --config file (servers.go): the
@@ -161,7 +162,14 @@ func serveServers(ctx context.Context, cfg *config.Config, environ []string, hop
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	go set.reloadOn(ctx, hup)
-	return serve(ctx, cfg.Serving(), log, set, set, httpapi.MountPath("{name}"), "servers", strings.Join(set.Names(), ","))
+	// Each server's legacy stream is next to its MCP endpoint.
+	eps := hopts.Endpoints()
+	for i, e := range eps {
+		if e.Path == path.Join(path.Dir(hopts.Path), "sse") {
+			eps[i].Path = path.Join(path.Dir(httpapi.MountPath("{name}")), "sse")
+		}
+	}
+	return serve(ctx, cfg.Serving(), log, set, set, httpapi.MountPath("{name}"), eps, "servers", strings.Join(set.Names(), ","))
 }
 
 // refuse reports a configuration the bridge cannot start with: exit
@@ -178,9 +186,10 @@ type served interface {
 	Close(context.Context) error
 }
 
-// serve listens with h as cfg says, serving path (for the log), until
-// ctx ends, then shuts down: the HTTP server and the children of b.
-func serve(ctx context.Context, cfg config.Serving, log *slog.Logger, h http.Handler, b served, path string, what ...any) int {
+// serve listens with h as cfg says, serving path and the other endpoints
+// (for the log), until ctx ends, then shuts down: the HTTP server and the
+// children of b.
+func serve(ctx context.Context, cfg config.Serving, log *slog.Logger, h http.Handler, b served, path string, endpoints []httpapi.Endpoint, what ...any) int {
 	srv := &httpapi.Server{Addr: cfg.Addr, Handler: h, ReadTimeout: cfg.ReadTimeout}
 	if err := srv.Open(); err != nil {
 		log.Error("cannot listen", "err", err)
@@ -188,6 +197,9 @@ func serve(ctx context.Context, cfg config.Serving, log *slog.Logger, h http.Han
 		return 1
 	}
 	log.Info("mcp-bridge listening", append([]any{"url", srv.URL() + path}, what...)...)
+	for _, e := range endpoints {
+		log.Info("also serving "+e.Name, "url", srv.URL()+e.Path)
+	}
 
 	<-ctx.Done()
 	log.Info("shutting down", "timeout", cfg.ShutdownTimeout)

@@ -6,6 +6,7 @@ package main
 // word taken for the command (point 9); no error shows a value (point 10).
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -343,5 +345,43 @@ func TestStartupLogMasksSecrets(t *testing.T) {
 	}
 	if !strings.Contains(log, "--api-key=") {
 		t.Errorf("the log does not name the masked argument:\n%s", log)
+	}
+}
+
+// TestStartupURLs: on start the bridge logs, as full URLs a person can
+// paste, its MCP endpoint, the legacy HTTP+SSE stream, the web page and
+// /metrics, each of which answers; what is turned off is not announced.
+func TestStartupURLs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string // paths announced besides /mcp
+	}{
+		{"default", nil, []string{"/sse", "/", "/metrics"}},
+		{"no page, no legacy", []string{"--web=false", "--legacy-sse=false"}, []string{"/metrics"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startBridge(t, nil, tc.args...)
+			out := p.waitLog("also serving metrics")
+			re := regexp.MustCompile(`msg="also serving [^"]+" url=(\S+)`)
+			var got []string
+			for _, m := range re.FindAllStringSubmatch(out, -1) {
+				got = append(got, strings.TrimPrefix(m[1], p.Base))
+				r, _ := http.NewRequest(http.MethodGet, m[1], nil)
+				r.Header.Set("Accept", "text/event-stream, text/html, text/plain")
+				ctx, cancel := context.WithCancel(context.Background())
+				resp, err := http.DefaultClient.Do(r.WithContext(ctx))
+				if err != nil || resp.StatusCode != 200 {
+					t.Errorf("%s: %v %v", m[1], resp.Status, err)
+				}
+				if resp != nil {
+					resp.Body.Close()
+				}
+				cancel()
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("announced %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

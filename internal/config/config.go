@@ -132,7 +132,7 @@ type Config struct {
 }
 
 // Groups are the topics of the settings (each field's group tag), in the
-// order to present them. (--help still lists the flags alphabetically.)
+// order --help and the README present them.
 var Groups = []struct{ Name, Title string }{
 	{"server", "The MCP server"},
 	{"processes", "Processes"},

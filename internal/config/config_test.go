@@ -364,3 +364,51 @@ func TestDescribe(t *testing.T) {
 		}
 	}
 }
+
+// TestHelp: --help opens with the usage and two examples, then lists every
+// flag once, GNU-style, under its group's title, with its variable.
+func TestHelp(t *testing.T) {
+	var b strings.Builder
+	PrintUsage(&b)
+	out := b.String()
+	_, examples, _ := strings.Cut(out, "Examples:\n")
+	examples, _, _ = strings.Cut(examples, "\n\n")
+	if !strings.HasPrefix(out, "Usage: mcp-bridge") || strings.Count(examples, "mcp-bridge ") != 2 {
+		t.Fatalf("--help does not open with the usage and two examples:\n%s", out)
+	}
+	group := "" // the title the flag's line comes under
+	seen := map[string]string{}
+	titles := map[string]string{}
+	for _, g := range Groups {
+		titles[g.Title+":"] = g.Name
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if g, ok := titles[line]; ok {
+			group = g
+		}
+		if name, ok := strings.CutPrefix(line, "  --"); ok {
+			name, _, _ = strings.Cut(name, " ")
+			if _, dup := seen[name]; dup {
+				t.Errorf("--%s is listed twice", name)
+			}
+			seen[name] = group
+		}
+	}
+	ct := reflect.TypeFor[Config]()
+	for i := range ct.NumField() {
+		f := ct.Field(i)
+		name := f.Tag.Get("flag")
+		if name == "" || name == "-" {
+			continue
+		}
+		if got := seen[name]; got != f.Tag.Get("group") {
+			t.Errorf("--%s is under %q, want %q", name, got, f.Tag.Get("group"))
+		}
+		if !strings.Contains(out, EnvPrefix+f.Tag.Get("env")+")") {
+			t.Errorf("--%s: its variable %s is not named", name, EnvPrefix+f.Tag.Get("env"))
+		}
+	}
+	if _, ok := seen["version"]; !ok {
+		t.Error("--version is not listed")
+	}
+}

@@ -221,23 +221,80 @@ func strayWord(fs *flag.FlagSet, before []string, word string) error {
 		"(subcommands, given alone: mcp-bridge version, mcp-bridge demo-server)", word, word)
 }
 
-// PrintUsage prints the usage and every flag, with the defaults the
-// bridge has without any MCP_BRIDGE_* variable (Defaults): the
-// environment's values (an --env K=V among them) are never shown.
+// PrintUsage prints the usage, two examples, and every flag grouped by
+// topic (Groups), GNU-style as the README writes them, each with its
+// variable and the default the bridge has without any MCP_BRIDGE_*
+// variable (Defaults): the environment's values (an --env K=V among them)
+// are never shown.
 func PrintUsage(w io.Writer) {
 	def := Defaults()
 	fs := flag.NewFlagSet("mcp-bridge", flag.ContinueOnError)
-	fs.SetOutput(w)
 	bindFlags(fs, &def, nil)
-	fs.Bool("version", false, "print the version, commit and Go version, and exit (also: mcp-bridge version)")
 	fmt.Fprint(w, `Usage: mcp-bridge [flags] [-- command [args...]]
        mcp-bridge version
        mcp-bridge demo-server
 
-Serves a stdio MCP server over Streamable HTTP, one process per session.
+Serves a stdio MCP server over Streamable HTTP (and the legacy HTTP+SSE
+transport), to MCP 2025 sessions and stateless 2026-07-28 clients alike.
 Without a command it serves the built-in demo server.
 
-Flags:
+Examples:
+  mcp-bridge -- npx -y @modelcontextprotocol/server-everything
+  MY_TOKEN=s3cret mcp-bridge --host 0.0.0.0 --token-env MY_TOKEN --mode shared -- ./my-server --flag
+
+Every flag can also be set with its variable (flags win).
 `)
-	fs.PrintDefaults()
+	t := reflect.TypeFor[Config]()
+	for _, g := range Groups {
+		fmt.Fprintf(w, "\n%s:\n", g.Title)
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name := f.Tag.Get("flag")
+			if f.Tag.Get("group") != g.Name || name == "" || name == "-" {
+				continue
+			}
+			printFlag(w, fs.Lookup(name), f.Tag.Get("help"), EnvPrefix+f.Tag.Get("env"))
+		}
+		if g.Name == "log" {
+			fmt.Fprint(w, "  --version\n      print the version, commit and Go version, and exit (also: mcp-bridge version)\n")
+		}
+	}
+}
+
+// printFlag prints one flag of PrintUsage: its name and the kind of value
+// it takes, then its help, variable and default, wrapped.
+func printFlag(w io.Writer, f *flag.Flag, help, env string) {
+	kind, _ := flag.UnquoteUsage(f)
+	if isBool(f.Value) {
+		kind = ""
+	}
+	line := "  --" + f.Name
+	if kind != "" {
+		line += " " + strings.ToUpper(kind)
+	}
+	fmt.Fprintln(w, line)
+	tail := "env " + env
+	if d := f.DefValue; d != "" && d != "[]" && d != "0" && d != "false" && d != "0s" {
+		tail = "default " + d + "; " + tail
+	}
+	fmt.Fprint(w, wrap(help+" ("+tail+")", "      ", 78))
+}
+
+// wrap breaks text into lines of at most width columns, each starting
+// with indent.
+func wrap(text, indent string, width int) string {
+	var b strings.Builder
+	line := indent
+	for _, word := range strings.Fields(text) {
+		if len(line) > len(indent) && len(line)+1+len(word) > width {
+			b.WriteString(line + "\n")
+			line = indent
+		}
+		if len(line) > len(indent) {
+			line += " "
+		}
+		line += word
+	}
+	b.WriteString(line + "\n")
+	return b.String()
 }
