@@ -52,10 +52,14 @@ const (
 // Config configures a Bridge. Every field but Command has a working zero
 // value.
 type Config struct {
-	// Command is the child's argv, run once per session. No shell.
+	// Command is the child's argv: run for each session (per-session),
+	// once for every session (shared), or once per owner (per-identity).
+	// No shell.
 	Command []string
-	// Mode is ModePerSession (default) or ModeShared. A shared child is
-	// started on the first session and restarted when it crashes.
+	// Mode is ModePerSession (default), ModeShared or ModePerIdentity. A
+	// shared child is started on the first session and restarted when it
+	// crashes; an owner's child is started on the owner's first session and
+	// stopped with the last.
 	Mode string
 	// Prespawn keeps this many children started and waiting (per-session
 	// mode), so a new session's initialize does not wait for a process to
@@ -288,10 +292,7 @@ func (b *Bridge) Initialize(ctx context.Context, req InitRequest) (*Session, *St
 	if msg.Kind != Request || msg.Method != MethodInitialize {
 		return nil, nil, invalid(CodeInvalidRequest, "Invalid Request: a session starts with an initialize request", msg.ID())
 	}
-	id, err := newSessionID()
-	if err != nil {
-		return nil, nil, err
-	}
+	id := NewID()
 	b.mu.Lock()
 	switch {
 	case b.closing:
@@ -405,7 +406,7 @@ func (b *Bridge) attachChild(ctx context.Context, s *Session, env []string) *Err
 	s.up = u
 	u.sessions[s] = true
 	if err := u.start(s.log); err != nil {
-		return &Error{Kind: KindInternal, Code: CodeInternalError, Message: "could not start the MCP server process", Err: err}
+		return errCannotStart(err)
 	}
 	return nil
 }
@@ -529,7 +530,7 @@ func (b *Bridge) sharedUpstream() (*upstream, *Error) {
 	if b.shared == nil {
 		u := newUpstream(b, true)
 		if err := u.start(b.log); err != nil {
-			return nil, &Error{Kind: KindInternal, Code: CodeInternalError, Message: "could not start the MCP server process", Err: err}
+			return nil, errCannotStart(err)
 		}
 		b.shared = u
 	}
@@ -554,7 +555,7 @@ func (b *Bridge) identityUpstream(owner Owner, env []string) (*upstream, *Error)
 	log := b.log.With("principal", owner.Name)
 	u.logp.Store(log)
 	if err := u.start(log); err != nil {
-		return nil, &Error{Kind: KindInternal, Code: CodeInternalError, Message: "could not start the MCP server process", Err: err}
+		return nil, errCannotStart(err)
 	}
 	b.identities[owner.Key] = u
 	return u, nil
@@ -610,8 +611,7 @@ func (b *Bridge) Stateless(ctx context.Context, msg *Message) (*Session, []byte,
 	if err := b.waitInit(ctx, g, nil); err != nil {
 		return nil, nil, err
 	}
-	id, _ := newSessionID()
-	s := newSession(b, id)
+	s := newSession(b, NewID())
 	s.up = u
 	s.stateless = true
 	u.mu.Lock()
@@ -805,18 +805,18 @@ func (b *Bridge) janitor() {
 	}
 }
 
-// newSessionID returns 128 random bits, base64url: visible ASCII only, as
-// MCP requires of Mcp-Session-Id, and unguessable.
-func newSessionID() (string, error) {
+// NewID returns 128 random bits, base64url: visible ASCII only, as MCP
+// requires of Mcp-Session-Id, safe in a query string (the legacy
+// transport's session ids), and unguessable. crypto/rand.Read does not
+// fail: where the system's source breaks, the program crashes instead.
+func NewID() string {
 	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("bridge: session id: %w", err)
-	}
-	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// ChildOptions are what a child of this bridge is started with; exported
-// for tests and tools that drive the same child directly.
+// childOptions are what a child of this bridge is started with (log
+// labels its lines, env is added to Config.Env).
 func (b *Bridge) childOptions(log *slog.Logger, env []string) stdio.Options {
 	childEnv := b.cfg.Env
 	if len(env) > 0 {

@@ -92,9 +92,6 @@ func newSession(b *Bridge, id string) *Session {
 // ID is the session id (the Mcp-Session-Id).
 func (s *Session) ID() string { return s.id }
 
-// Owner is the principal the session belongs to.
-func (s *Session) Owner() string { return s.owner }
-
 // Done is closed when the session has ended (and, in per-session mode,
 // its child is reaped).
 func (s *Session) Done() <-chan struct{} { return s.done }

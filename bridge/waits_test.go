@@ -187,6 +187,14 @@ func until(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// kindOf is the Kind of err, KindInternal when it has none.
+func kindOf(err error) Kind {
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e.Kind
+	}
+	return KindInternal
+}
+
 func wantCode(t *testing.T, r reply, code int, contains string) {
 	t.Helper()
 	if r.Error == nil || r.Error.Code != code || !strings.Contains(r.Error.Message, contains) {
@@ -300,7 +308,7 @@ func TestCrashLoopEndsWaits(t *testing.T) {
 				}
 			}
 			until(t, "the crash-loop breaker tripped", func() bool { return errors.Is(b.Ready(), ErrSharedDown) })
-			if _, _, err := join(ctx, t, b, stateless); ErrorKind(err) != KindUnavailable {
+			if _, _, err := join(ctx, t, b, stateless); kindOf(err) != KindUnavailable {
 				t.Fatalf("after the breaker: %v, want the server down", err)
 			}
 			if n := b.Len(); n != 0 {
@@ -452,7 +460,7 @@ func TestInitTimeout(t *testing.T) {
 						case <-ctx.Done():
 							errs <- errors.New("the session whose initialize timed out did not end")
 						}
-					case ErrorKind(err) != KindUnavailable:
+					case kindOf(err) != KindUnavailable:
 						errs <- err
 					}
 				}()
