@@ -154,6 +154,7 @@ type Bridge struct {
 	cfg   Config
 	log   *slog.Logger
 	stats Stats
+	start startFunc // how a child starts: startProcess but in tests
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -181,7 +182,11 @@ type Bridge struct {
 }
 
 // New returns a Bridge. Close it to stop every child.
-func New(cfg Config) (*Bridge, error) {
+func New(cfg Config) (*Bridge, error) { return newBridge(cfg, startProcess) }
+
+// newBridge is New with the way children start: child processes, or, in
+// the bridge's unit tests, in-memory ones.
+func newBridge(cfg Config, start startFunc) (*Bridge, error) {
 	if len(cfg.Command) == 0 {
 		return nil, fmt.Errorf("bridge: no command")
 	}
@@ -230,6 +235,7 @@ func New(cfg Config) (*Bridge, error) {
 	}
 	b := &Bridge{
 		cfg:        cfg,
+		start:      start,
 		log:        cfg.Logger,
 		sessions:   make(map[string]*Session),
 		identities: make(map[string]*upstream),

@@ -33,7 +33,7 @@ type upstream struct {
 	env          []string
 
 	mu         sync.Mutex
-	child      *stdio.Child // nil while a shared child restarts
+	child      child // nil while a shared child restarts
 	calls      map[int64]*call
 	nextID     int64 // child-side ids of requests, and progress tokens
 	sessions   map[*Session]bool
@@ -42,7 +42,7 @@ type upstream struct {
 	// unresponsive is the child the bridge is stopping because it can no
 	// longer answer (its stdout closed, or initialize timed out): its exit
 	// is counted as such, and a shared one is restarted as after a crash.
-	unresponsive *stdio.Child
+	unresponsive child
 
 	// Shared mode only.
 	initParams []byte    // the first initialize's params, to re-initialize after a restart
@@ -80,10 +80,10 @@ type call struct {
 type initGate struct {
 	done  chan struct{} // closed once the outcome is known
 	err   *Error        // why initialization failed; nil: it succeeded
-	child *stdio.Child
+	child child
 }
 
-func newGate(child *stdio.Child) *initGate {
+func newGate(child child) *initGate {
 	return &initGate{done: make(chan struct{}), child: child}
 }
 
@@ -136,7 +136,7 @@ func (u *upstream) start(log *slog.Logger) error { return u.startWith(log, nil) 
 // startWith starts a child and, before any session can write to it, runs
 // prepare (the re-initialization of a restarted shared child): requests
 // reach a child only after what it must hear first.
-func (u *upstream) startWith(log *slog.Logger, prepare func(*stdio.Child) error) error {
+func (u *upstream) startWith(log *slog.Logger, prepare func(child) error) error {
 	// The watch goroutine is counted under startMu with noStarts unset,
 	// so Close's Wait (after it sets noStarts) never races an Add; once
 	// the bridge closes, no child starts.
@@ -152,7 +152,7 @@ func (u *upstream) startWith(log *slog.Logger, prepare func(*stdio.Child) error)
 	opts := u.b.childOptions(log, u.env)
 	opts.OnMessage = u.fromChild
 	opts.OnOversize = u.oversize
-	child, err := stdio.Start(opts)
+	child, err := u.b.start(opts)
 	if err != nil {
 		u.b.wg.Done()
 		u.b.stats.ChildrenFailed.Add(1)
@@ -221,7 +221,7 @@ func (u *upstream) register(c *call, m *Message) []byte {
 
 // write sends lines to the child. A failure means the child is gone or
 // going: watch fails what is in flight with its exit status.
-func (u *upstream) write(child *stdio.Child, lines [][]byte) {
+func (u *upstream) write(child child, lines [][]byte) {
 	for _, line := range lines {
 		if err := child.Write(line); err != nil {
 			if errors.Is(err, stdio.ErrStalled) {
@@ -473,7 +473,7 @@ func (u *upstream) initializedLocked(c *call, line []byte, f fields) {
 // sessions waiting for it get err. Unless the child is down for good
 // (downLocked), the next initialization gets a gate of its own: of the
 // same child when it lives on (again), else of the next child started.
-func (u *upstream) initFailedLocked(child *stdio.Child, err *Error, again bool) {
+func (u *upstream) initFailedLocked(child child, err *Error, again bool) {
 	g := u.gate
 	if u.initResult != nil || g.child != child || g.decided() {
 		return
@@ -521,7 +521,7 @@ func (u *upstream) oversize(o stdio.Oversize) {
 // watch handles the child's end: every request in flight fails at once
 // with the exit status and the last lines of stderr. In per-session mode
 // the session ends with it; a shared child is restarted.
-func (u *upstream) watch(child *stdio.Child) {
+func (u *upstream) watch(child child) {
 	u.waitExit(child)
 	u.b.children.Add(-1)
 	err := child.Err()
@@ -593,7 +593,7 @@ func (u *upstream) watch(child *stdio.Child) {
 // runs on can never answer again: it is stopped (stdoutClosed). Stdout
 // also ends just before an exiting child is reaped, so the exit is given
 // the stop grace to show first.
-func (u *upstream) waitExit(child *stdio.Child) {
+func (u *upstream) waitExit(child child) {
 	select {
 	case <-child.Done():
 		return
@@ -626,7 +626,7 @@ func (u *upstream) waitExit(child *stdio.Child) {
 
 // stdoutClosed handles a child that closed its stdout and runs on: it can
 // no longer answer.
-func (u *upstream) stdoutClosed(child *stdio.Child) {
+func (u *upstream) stdoutClosed(child child) {
 	u.unanswerable(child, "the MCP server closed its stdout and can no longer answer",
 		"the MCP server closed its stdout but is still running; stopping it")
 }
@@ -636,7 +636,7 @@ func (u *upstream) stdoutClosed(child *stdio.Child) {
 // request in flight fails now with -32005, reason and the last lines of
 // its stderr, and it is stopped with the grace sequence; a shared child
 // is then restarted as after a crash.
-func (u *upstream) unanswerable(child *stdio.Child, reason, warn string) {
+func (u *upstream) unanswerable(child child, reason, warn string) {
 	u.mu.Lock()
 	if u.unresponsive == child || u.stopping {
 		u.mu.Unlock()
@@ -694,7 +694,7 @@ func (u *upstream) failAllLocked(reason string, data map[string]any) []*Session 
 // stopUnresponsive stops a child that can no longer serve, with the grace
 // sequence, and returns once it is reaped. In per-session mode its session
 // ends with reason; a shared child is restarted as after a crash (watch).
-func (u *upstream) stopUnresponsive(child *stdio.Child, reason string) {
+func (u *upstream) stopUnresponsive(child child, reason string) {
 	u.mu.Lock()
 	u.unresponsive = child
 	if !u.shared {
@@ -889,7 +889,7 @@ var errNotStarted = errors.New("the MCP server process did not start")
 // it rely on: initialize with the first session's parameters (waiting for
 // its answer, within --init-timeout: expire), initialized, the
 // subscriptions and the log level.
-func (u *upstream) reinitialize(child *stdio.Child) error {
+func (u *upstream) reinitialize(child child) error {
 	u.mu.Lock()
 	if u.initParams == nil {
 		u.mu.Unlock()
