@@ -158,27 +158,27 @@ type Bridge struct {
 
 	mu       sync.Mutex
 	sessions map[string]*Session
-	closing  bool
 	shared   *upstream // the shared child, in ModeShared
 	// identities are the owners' children, in ModePerIdentity.
 	identities map[string]*upstream
 
 	streamIDs    atomic.Int64   // stream ids given out
 	children     atomic.Int64   // child processes alive
-	pool         chan *upstream // started children waiting for a session
+	pool         chan *upstream // started children waiting for a session (refill's)
 	poolKick     chan struct{}  // capacity 1: the pool may need refilling
-	poolDone     chan struct{}  // closed when the refill goroutine has exited
 	spawnSem     chan struct{}  // spawnConcurrency slots
 	spawnWaiting atomic.Int64   // sessions waiting for a slot
 
-	wg sync.WaitGroup // session watchers
-	// startMu orders child starts (wg.Add) before Close's wg.Wait: Close
-	// sets noStarts under it. A leaf lock: nothing is taken inside it.
-	startMu  sync.RWMutex
-	noStarts bool
-	stopJan  chan struct{}
-	janDone  chan struct{}
-	closeOne sync.Once
+	// The bridge's life (lifecycle.go): one state, guarded by stateMu, a
+	// leaf lock (nothing is taken inside it), and one channel, shutdown,
+	// closed as the state becomes closed, for waits to select on. wg
+	// counts every goroutine of the bridge's (spawn): Close returns once
+	// none is left.
+	stateMu  sync.Mutex
+	state    phase
+	shutdown chan struct{}
+	stopCtx  context.Context // Close's: bounds the stops of what is left after shutdown (refill's children)
+	wg       sync.WaitGroup
 }
 
 // New returns a Bridge. Close it to stop every child.
@@ -239,19 +239,17 @@ func newBridge(cfg Config, start startFunc) (*Bridge, error) {
 		log:        cfg.Logger,
 		sessions:   make(map[string]*Session),
 		identities: make(map[string]*upstream),
-		stopJan:    make(chan struct{}),
-		janDone:    make(chan struct{}),
+		shutdown:   make(chan struct{}),
 	}
 	b.spawnSem = make(chan struct{}, spawnConcurrency)
 	b.pool = make(chan *upstream, cfg.Prespawn)
 	b.poolKick = make(chan struct{}, 1)
-	b.poolDone = make(chan struct{})
-	go b.janitor()
+	if cfg.IdleTimeout > 0 {
+		b.spawn(b.janitor)
+	}
 	if cfg.Prespawn > 0 && cfg.Mode == ModePerSession {
 		b.poolKick <- struct{}{}
-		go b.refill()
-	} else {
-		close(b.poolDone)
+		b.spawn(b.refill)
 	}
 	return b, nil
 }
@@ -301,7 +299,7 @@ func (b *Bridge) Initialize(ctx context.Context, req InitRequest) (*Session, *St
 	id := NewID()
 	b.mu.Lock()
 	switch {
-	case b.closing:
+	case b.phaseNow() != phaseOpen:
 		b.mu.Unlock()
 		return nil, nil, ErrClosing
 	case len(b.sessions) >= b.cfg.MaxSessions:
@@ -401,7 +399,7 @@ func (b *Bridge) attachChild(ctx context.Context, s *Session, env []string) *Err
 	case <-ctx.Done():
 		b.spawnWaiting.Add(-1)
 		return errClientGone
-	case <-b.stopJan:
+	case <-b.shutdown:
 		b.spawnWaiting.Add(-1)
 		return ErrClosing
 	}
@@ -421,27 +419,6 @@ func (b *Bridge) kickPool() {
 	select {
 	case b.poolKick <- struct{}{}:
 	default:
-	}
-}
-
-// refill keeps the pool of waiting children full. It exits when Close is
-// called; Close then stops the children still waiting.
-func (b *Bridge) refill() {
-	defer close(b.poolDone)
-	for {
-		select {
-		case <-b.poolKick:
-		case <-b.stopJan:
-			return
-		}
-		for len(b.pool) < cap(b.pool) && b.children.Load() < int64(b.cfg.MaxChildren) {
-			u := newUpstream(b, false)
-			if err := u.start(b.log); err != nil {
-				b.log.Error("cannot start a waiting MCP server process", "err", err)
-				break
-			}
-			b.pool <- u // room: only this goroutine adds
-		}
 	}
 }
 
@@ -514,7 +491,7 @@ func (b *Bridge) waitInit(ctx context.Context, g *initGate, ended <-chan struct{
 		return errSessionEnded
 	case <-ctx.Done():
 		return errClientGone
-	case <-b.stopJan:
+	case <-b.shutdown:
 		return ErrClosing
 	case <-deadline:
 		return &Error{Kind: KindUnavailable, Code: CodeRequestTimeout,
@@ -682,29 +659,6 @@ func (b *Bridge) Session(id, owner string) (*Session, error) {
 	return s, nil
 }
 
-// Drain prepares for shutdown: no new sessions, and every GET stream ends
-// (their clients reconnect elsewhere), so the HTTP server can wait for the
-// requests in flight alone.
-func (b *Bridge) Drain() {
-	b.mu.Lock()
-	b.closing = true
-	var gets []*Stream
-	for _, s := range b.sessions {
-		if !s.ready {
-			continue
-		}
-		s.up.mu.Lock()
-		if s.get != nil {
-			gets = append(gets, s.get)
-		}
-		s.up.mu.Unlock()
-	}
-	b.mu.Unlock()
-	for _, st := range gets {
-		st.finish()
-	}
-}
-
 // multiplexedLocked lists the children that sessions share: the shared
 // one and the owners' ones. Called with b.mu held.
 func (b *Bridge) multiplexedLocked() []*upstream {
@@ -731,84 +685,6 @@ func (b *Bridge) remove(s *Session) {
 		delete(b.sessions, s.id)
 	}
 	b.mu.Unlock()
-}
-
-// Close refuses new sessions, ends every session and stops every child,
-// each with the graceful sequence; when ctx ends, children left get
-// SIGKILL. It returns once every child is reaped.
-func (b *Bridge) Close(ctx context.Context) error {
-	b.closeOne.Do(func() { close(b.stopJan) })
-	<-b.janDone
-	<-b.poolDone
-	for waiting := true; waiting; {
-		select {
-		case u := <-b.pool:
-			u.stop(ctx)
-		default:
-			waiting = false
-		}
-	}
-	b.mu.Lock()
-	b.closing = true
-	all := make([]*Session, 0, len(b.sessions))
-	for _, s := range b.sessions {
-		if s.ready { // one still starting finds b.closing set (markReady)
-			all = append(all, s)
-		}
-	}
-	b.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, s := range all {
-		wg.Add(1)
-		go func() { defer wg.Done(); s.stop(ctx, reasonShutdown) }()
-	}
-	wg.Wait()
-	b.mu.Lock()
-	ups := b.multiplexedLocked()
-	b.mu.Unlock()
-	b.startMu.Lock()
-	b.noStarts = true
-	b.startMu.Unlock()
-	var uwg sync.WaitGroup
-	for _, u := range ups {
-		uwg.Add(1)
-		go func() { defer uwg.Done(); u.stop(ctx) }()
-	}
-	uwg.Wait()
-	b.wg.Wait()
-	return ctx.Err()
-}
-
-// janitor ends idle sessions. It exits when Close is called.
-func (b *Bridge) janitor() {
-	defer close(b.janDone)
-	if b.cfg.IdleTimeout < 0 {
-		<-b.stopJan
-		return
-	}
-	every := min(max(b.cfg.IdleTimeout/4, 10*time.Millisecond), time.Minute)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.stopJan:
-			return
-		case <-t.C:
-			now := b.cfg.Now()
-			b.mu.Lock()
-			var idle []*Session
-			for _, s := range b.sessions {
-				if s.ready && s.idleSince(now) >= b.cfg.IdleTimeout {
-					idle = append(idle, s)
-				}
-			}
-			b.mu.Unlock()
-			for _, s := range idle {
-				s.log.Info("session idle; ending it", "idle_timeout", b.cfg.IdleTimeout)
-				go s.stop(context.Background(), reasonExpired)
-			}
-		}
-	}
 }
 
 // NewID returns 128 random bits, base64url: visible ASCII only, as MCP
@@ -855,11 +731,12 @@ func (b *Bridge) WaitingChildren() int { return len(b.pool) }
 func (b *Bridge) Children() int { return int(b.children.Load()) }
 
 // markReady publishes that s has its child (s.up), for Snapshot.
-// It reports false when the bridge began closing meanwhile (Close did not
-// see the session): the caller must then end it itself.
+// It reports false when the bridge began draining or closing meanwhile
+// (Close may not have seen the session): the caller must then end it
+// itself.
 func (b *Bridge) markReady(s *Session) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s.ready = true
-	return !b.closing
+	return b.phaseNow() == phaseOpen
 }

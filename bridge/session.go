@@ -747,8 +747,9 @@ func (s *Session) end() {
 		}
 		u.mu.Unlock()
 		if retire {
-			s.b.wg.Add(1)
-			go func() { defer s.b.wg.Done(); s.b.retire(u) }()
+			// Refused once the bridge is closed: Close stops u, which is
+			// still listed among the owners' children.
+			s.b.spawn(func() { s.b.retire(u) })
 		}
 		if child != nil && len(lines) > 0 {
 			u.write(child, lines)

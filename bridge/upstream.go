@@ -137,24 +137,14 @@ func (u *upstream) start(log *slog.Logger) error { return u.startWith(log, nil) 
 // prepare (the re-initialization of a restarted shared child): requests
 // reach a child only after what it must hear first.
 func (u *upstream) startWith(log *slog.Logger, prepare func(child) error) error {
-	// The watch goroutine is counted under startMu with noStarts unset,
-	// so Close's Wait (after it sets noStarts) never races an Add; once
-	// the bridge closes, no child starts.
-	u.b.startMu.RLock()
-	closing := u.b.noStarts
-	if !closing {
-		u.b.wg.Add(1)
-	}
-	u.b.startMu.RUnlock()
-	if closing {
-		return fmt.Errorf("%w: %w", errNotStarted, ErrClosing)
+	if u.b.phaseNow() == phaseClosed {
+		return fmt.Errorf("%w: %w", errNotStarted, ErrClosing) // once the bridge closes, no child starts
 	}
 	opts := u.b.childOptions(log, u.env)
 	opts.OnMessage = u.fromChild
 	opts.OnOversize = u.oversize
 	child, err := u.b.start(opts)
 	if err != nil {
-		u.b.wg.Done()
 		u.b.stats.ChildrenFailed.Add(1)
 		return fmt.Errorf("%w: %w", errNotStarted, err)
 	}
@@ -167,7 +157,15 @@ func (u *upstream) startWith(log *slog.Logger, prepare func(child) error) error 
 		g.child = child
 	}
 	u.mu.Unlock()
-	go func() { defer u.b.wg.Done(); u.watch(child) }()
+	if !u.b.spawn(func() { u.watch(child) }) {
+		// The bridge closed while it started, and no one would stop it.
+		child.Kill()
+		<-child.Done()
+		u.b.children.Add(-1)
+		u.b.stats.ChildrenExitedOK.Add(1)
+		u.b.stats.ChildrenShutdown.Add(1)
+		return fmt.Errorf("%w: %w", errNotStarted, ErrClosing)
+	}
 	if prepare != nil {
 		if err := prepare(child); err != nil {
 			if e, ok := errors.AsType[*Error](err); ok && e.Code == CodeRequestTimeout {
@@ -229,8 +227,11 @@ func (u *upstream) write(child child, lines [][]byte) {
 				// written to it can be answered in time. Stopping it takes
 				// the grace periods; the writer (often a client's POST)
 				// does not wait for that, its request is failed meanwhile.
-				go u.unanswerable(child, fmt.Sprintf("the MCP server stopped reading its input: a message waited %v to be taken (--request-timeout)", u.b.cfg.RequestTimeout),
-					"the MCP server stopped reading its stdin; stopping it")
+				// Once the bridge is closed, Close stops it instead.
+				u.b.spawn(func() {
+					u.unanswerable(child, fmt.Sprintf("the MCP server stopped reading its input: a message waited %v to be taken (--request-timeout)", u.b.cfg.RequestTimeout),
+						"the MCP server stopped reading its stdin; stopping it")
+				})
 				return
 			}
 			u.logger().Warn("write to child failed", "err", err)
@@ -359,7 +360,7 @@ func (u *upstream) sharedNotificationLocked(method string, params []byte, f fiel
 		reply := errorResponse(f.id.of(line), CodeInternalError,
 			fmt.Sprintf("mcp-bridge: cannot route %s: this server is shared by several sessions and %d requests are in flight, so it is ambiguous which client should answer; run the bridge with --mode per-session", method, n), nil)
 		if child := u.child; child != nil {
-			go u.write(child, [][]byte{reply})
+			u.b.spawn(func() { u.write(child, [][]byte{reply}) }) // not under u.mu: a write may block
 		}
 	case strings.HasSuffix(method, "/list_changed"):
 		for s := range u.sessions {
@@ -456,14 +457,17 @@ func (u *upstream) initializedLocked(c *call, line []byte, f fields) {
 		// initialized goes out before anyone waiting may send.
 		u.initSent = true
 		child, g := u.child, u.gate
-		go func() {
+		sent := u.b.spawn(func() {
 			if child != nil {
 				u.write(child, [][]byte{[]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)})
 			}
 			u.mu.Lock()
 			g.settle(nil)
 			u.mu.Unlock()
-		}()
+		})
+		if !sent {
+			g.settle(ErrClosing)
+		}
 	default:
 		u.gate.settle(nil)
 	}
@@ -723,7 +727,9 @@ func (u *upstream) trackLocked(id int64, c *call) {
 		d = u.b.cfg.InitTimeout
 	}
 	if d > 0 {
-		c.timer = time.AfterFunc(d, func() { u.expire(id, c, d) })
+		// Once the bridge is closed a deadline does nothing: Close stops
+		// every child, which fails what is in flight.
+		c.timer = time.AfterFunc(d, func() { u.b.spawn(func() { u.expire(id, c, d) }) })
 	}
 }
 
@@ -850,7 +856,7 @@ func (u *upstream) restart() {
 	t := time.NewTimer(backoff)
 	select {
 	case <-t.C:
-	case <-u.b.stopJan:
+	case <-u.b.shutdown:
 		t.Stop()
 		u.mu.Lock()
 		u.downLocked(ErrClosing)
@@ -870,6 +876,12 @@ func (u *upstream) restart() {
 			u.gate.settle(nil) // re-initialized, and now taking requests
 		}
 		u.mu.Unlock()
+	case errors.Is(err, ErrClosing):
+		// The bridge closed meanwhile.
+		u.mu.Lock()
+		u.downLocked(ErrClosing)
+		u.mu.Unlock()
+		u.endAll()
 	case errors.Is(err, errNotStarted):
 		u.logger().Error("cannot restart the shared MCP server", "err", err)
 		u.mu.Lock()
@@ -907,7 +919,7 @@ func (u *upstream) reinitialize(child child) error {
 		if err != nil {
 			return err
 		}
-	case <-u.b.stopJan:
+	case <-u.b.shutdown:
 		return ErrClosing
 	}
 	u.mu.Lock()
@@ -954,7 +966,7 @@ func (u *upstream) ping(timeout time.Duration) error {
 		u.settleLocked(id)
 		u.mu.Unlock()
 		return fmt.Errorf("the MCP server did not answer a ping within %v", timeout)
-	case <-u.b.stopJan:
+	case <-u.b.shutdown:
 		u.mu.Lock()
 		u.settleLocked(id)
 		u.mu.Unlock()
