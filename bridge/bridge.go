@@ -52,10 +52,14 @@ const (
 // Config configures a Bridge. Every field but Command has a working zero
 // value.
 type Config struct {
-	// Command is the child's argv, run once per session. No shell.
+	// Command is the child's argv: run for each session (per-session),
+	// once for every session (shared), or once per owner (per-identity).
+	// No shell.
 	Command []string
-	// Mode is ModePerSession (default) or ModeShared. A shared child is
-	// started on the first session and restarted when it crashes.
+	// Mode is ModePerSession (default), ModeShared or ModePerIdentity. A
+	// shared child is started on the first session and restarted when it
+	// crashes; an owner's child is started on the owner's first session and
+	// stopped with the last.
 	Mode string
 	// Prespawn keeps this many children started and waiting (per-session
 	// mode), so a new session's initialize does not wait for a process to
@@ -176,30 +180,31 @@ type Bridge struct {
 	cfg   Config
 	log   *slog.Logger
 	stats Stats
+	start startFunc // how a child starts: startProcess but in tests
 
 	mu       sync.Mutex
 	sessions map[string]*Session
-	closing  bool
 	shared   *upstream // the shared child, in ModeShared
 	// identities are the owners' children, in ModePerIdentity.
 	identities map[string]*upstream
 
 	streamIDs    atomic.Int64   // stream ids given out
 	children     atomic.Int64   // child processes alive
-	pool         chan *upstream // started children waiting for a session
+	pool         chan *upstream // started children waiting for a session (refill's)
 	poolKick     chan struct{}  // capacity 1: the pool may need refilling
-	poolDone     chan struct{}  // closed when the refill goroutine has exited
 	spawnSem     chan struct{}  // spawnConcurrency slots
 	spawnWaiting atomic.Int64   // sessions waiting for a slot
 
-	wg sync.WaitGroup // session watchers
-	// startMu orders child starts (wg.Add) before Close's wg.Wait: Close
-	// sets noStarts under it. A leaf lock: nothing is taken inside it.
-	startMu  sync.RWMutex
-	noStarts bool
-	stopJan  chan struct{}
-	janDone  chan struct{}
-	closeOne sync.Once
+	// The bridge's life (lifecycle.go): one state, guarded by stateMu, a
+	// leaf lock (nothing is taken inside it), and one channel, shutdown,
+	// closed as the state becomes closed, for waits to select on. wg
+	// counts every goroutine of the bridge's (spawn): Close returns once
+	// none is left.
+	stateMu  sync.Mutex
+	state    phase
+	shutdown chan struct{}
+	stopCtx  context.Context // Close's: bounds the stops of what is left after shutdown (refill's children)
+	wg       sync.WaitGroup
 
 	// The modern era (modern*.go, mrtr.go, listen.go).
 	pools    map[string]*modernPool // by partition
@@ -218,7 +223,11 @@ type Bridge struct {
 }
 
 // New returns a Bridge. Close it to stop every child.
-func New(cfg Config) (*Bridge, error) {
+func New(cfg Config) (*Bridge, error) { return newBridge(cfg, startProcess) }
+
+// newBridge is New with the way children start: child processes, or, in
+// the bridge's unit tests, in-memory ones.
+func newBridge(cfg Config, start startFunc) (*Bridge, error) {
 	if len(cfg.Command) == 0 {
 		return nil, fmt.Errorf("bridge: no command")
 	}
@@ -276,17 +285,14 @@ func New(cfg Config) (*Bridge, error) {
 		cfg.MaxParked = DefaultMaxParked
 	}
 	if cfg.ReplicaID == "" {
-		id, err := newSessionID()
-		if err != nil {
-			return nil, err
-		}
-		cfg.ReplicaID = id[:8]
+		cfg.ReplicaID = NewID()[:8]
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	b := &Bridge{
 		cfg:        cfg,
+		start:      start,
 		log:        cfg.Logger,
 		sessions:   make(map[string]*Session),
 		identities: make(map[string]*upstream),
@@ -295,8 +301,7 @@ func New(cfg Config) (*Bridge, error) {
 		running:    make(map[*ModernCall]bool),
 		exchanges:  make(map[string]*exchange),
 		parkedBy:   make(map[string]int),
-		stopJan:    make(chan struct{}),
-		janDone:    make(chan struct{}),
+		shutdown:   make(chan struct{}),
 	}
 	if _, err := rand.Read(b.stateKey[:]); err != nil {
 		return nil, fmt.Errorf("bridge: requestState key: %w", err)
@@ -304,13 +309,12 @@ func New(cfg Config) (*Bridge, error) {
 	b.spawnSem = make(chan struct{}, spawnConcurrency)
 	b.pool = make(chan *upstream, cfg.Prespawn)
 	b.poolKick = make(chan struct{}, 1)
-	b.poolDone = make(chan struct{})
-	go b.janitor()
+	if cfg.IdleTimeout > 0 {
+		b.spawn(b.janitor)
+	}
 	if cfg.Prespawn > 0 && cfg.Mode == ModePerSession {
 		b.poolKick <- struct{}{}
-		go b.refill()
-	} else {
-		close(b.poolDone)
+		b.spawn(b.refill)
 	}
 	return b, nil
 }
@@ -357,13 +361,10 @@ func (b *Bridge) Initialize(ctx context.Context, req InitRequest) (*Session, *St
 	if msg.Kind != Request || msg.Method != MethodInitialize {
 		return nil, nil, invalid(CodeInvalidRequest, "Invalid Request: a session starts with an initialize request", msg.ID())
 	}
-	id, err := newSessionID()
-	if err != nil {
-		return nil, nil, err
-	}
+	id := NewID()
 	b.mu.Lock()
 	switch {
-	case b.closing:
+	case b.phaseNow() != phaseOpen:
 		b.mu.Unlock()
 		return nil, nil, ErrClosing
 	case len(b.sessions) >= b.cfg.MaxSessions:
@@ -463,7 +464,7 @@ func (b *Bridge) attachChild(ctx context.Context, s *Session, env []string) *Err
 	case <-ctx.Done():
 		b.spawnWaiting.Add(-1)
 		return errClientGone
-	case <-b.stopJan:
+	case <-b.shutdown:
 		b.spawnWaiting.Add(-1)
 		return ErrClosing
 	}
@@ -474,7 +475,7 @@ func (b *Bridge) attachChild(ctx context.Context, s *Session, env []string) *Err
 	s.up = u
 	u.sessions[s] = true
 	if err := u.start(s.log); err != nil {
-		return &Error{Kind: KindInternal, Code: CodeInternalError, Message: "could not start the MCP server process", Err: err}
+		return errCannotStart(err)
 	}
 	return nil
 }
@@ -483,27 +484,6 @@ func (b *Bridge) kickPool() {
 	select {
 	case b.poolKick <- struct{}{}:
 	default:
-	}
-}
-
-// refill keeps the pool of waiting children full. It exits when Close is
-// called; Close then stops the children still waiting.
-func (b *Bridge) refill() {
-	defer close(b.poolDone)
-	for {
-		select {
-		case <-b.poolKick:
-		case <-b.stopJan:
-			return
-		}
-		for len(b.pool) < cap(b.pool) && b.children.Load() < int64(b.cfg.MaxChildren) {
-			u := newUpstream(b, false)
-			if err := u.start(b.log); err != nil {
-				b.log.Error("cannot start a waiting MCP server process", "err", err)
-				break
-			}
-			b.pool <- u // room: only this goroutine adds
-		}
 	}
 }
 
@@ -576,7 +556,7 @@ func (b *Bridge) waitInit(ctx context.Context, g *initGate, ended <-chan struct{
 		return errSessionEnded
 	case <-ctx.Done():
 		return errClientGone
-	case <-b.stopJan:
+	case <-b.shutdown:
 		return ErrClosing
 	case <-deadline:
 		return &Error{Kind: KindUnavailable, Code: CodeRequestTimeout,
@@ -598,7 +578,7 @@ func (b *Bridge) sharedUpstream() (*upstream, *Error) {
 	if b.shared == nil {
 		u := newUpstream(b, true)
 		if err := u.start(b.log); err != nil {
-			return nil, &Error{Kind: KindInternal, Code: CodeInternalError, Message: "could not start the MCP server process", Err: err}
+			return nil, errCannotStart(err)
 		}
 		b.shared = u
 	}
@@ -623,7 +603,7 @@ func (b *Bridge) identityUpstream(owner Owner, env []string) (*upstream, *Error)
 	log := b.log.With("principal", owner.Name)
 	u.logp.Store(log)
 	if err := u.start(log); err != nil {
-		return nil, &Error{Kind: KindInternal, Code: CodeInternalError, Message: "could not start the MCP server process", Err: err}
+		return nil, errCannotStart(err)
 	}
 	b.identities[owner.Key] = u
 	return u, nil
@@ -660,8 +640,7 @@ func (b *Bridge) Stateless(ctx context.Context, msg *Message) (*Session, []byte,
 	if err := b.initShared(ctx, u, statelessParams); err != nil {
 		return nil, nil, err
 	}
-	id, _ := newSessionID()
-	s := newSession(b, id)
+	s := newSession(b, NewID())
 	s.up = u
 	s.stateless = true
 	u.mu.Lock()
@@ -726,34 +705,6 @@ func (b *Bridge) Session(id, owner string) (*Session, error) {
 	return s, nil
 }
 
-// Drain prepares for shutdown: no new sessions, and every GET stream ends
-// (their clients reconnect elsewhere), so the HTTP server can wait for the
-// requests in flight alone.
-func (b *Bridge) Drain() {
-	b.mu.Lock()
-	b.closing = true
-	var gets []*Stream
-	for _, s := range b.sessions {
-		if !s.ready {
-			continue
-		}
-		s.up.mu.Lock()
-		if s.get != nil {
-			gets = append(gets, s.get)
-		}
-		s.up.mu.Unlock()
-	}
-	for mc := range b.listens {
-		gets = append(gets, mc.st)
-	}
-	b.mu.Unlock()
-	for _, st := range gets {
-		// A listen's stream ends gracefully: its client gets the listen's
-		// completion result (ModernCall.ending).
-		st.finish()
-	}
-}
-
 // multiplexedLocked lists the children that sessions share: the shared
 // one and the owners' ones. Called with b.mu held.
 func (b *Bridge) multiplexedLocked() []*upstream {
@@ -782,101 +733,18 @@ func (b *Bridge) remove(s *Session) {
 	b.mu.Unlock()
 }
 
-// Close refuses new sessions, ends every session and stops every child,
-// each with the graceful sequence; when ctx ends, children left get
-// SIGKILL. It returns once every child is reaped.
-func (b *Bridge) Close(ctx context.Context) error {
-	b.closeOne.Do(func() { close(b.stopJan) })
-	<-b.janDone
-	<-b.poolDone
-	for waiting := true; waiting; {
-		select {
-		case u := <-b.pool:
-			u.stop(ctx)
-		default:
-			waiting = false
-		}
-	}
-	b.mu.Lock()
-	b.closing = true
-	all := make([]*Session, 0, len(b.sessions))
-	for _, s := range b.sessions {
-		if s.ready { // one still starting finds b.closing set (markReady)
-			all = append(all, s)
-		}
-	}
-	b.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, s := range all {
-		wg.Add(1)
-		go func() { defer wg.Done(); s.stop(ctx, reasonShutdown) }()
-	}
-	wg.Wait()
-	b.closeExchanges()
-	b.mu.Lock()
-	ups := b.multiplexedLocked()
-	for _, p := range b.pools {
-		ups = append(ups, p.all()...)
-	}
-	b.mu.Unlock()
-	b.startMu.Lock()
-	b.noStarts = true
-	b.startMu.Unlock()
-	var uwg sync.WaitGroup
-	for _, u := range ups {
-		uwg.Add(1)
-		go func() { defer uwg.Done(); u.stop(ctx) }()
-	}
-	uwg.Wait()
-	b.wg.Wait()
-	return ctx.Err()
-}
-
-// janitor ends idle sessions. It exits when Close is called.
-func (b *Bridge) janitor() {
-	defer close(b.janDone)
-	if b.cfg.IdleTimeout < 0 {
-		<-b.stopJan
-		return
-	}
-	every := min(max(b.cfg.IdleTimeout/4, 10*time.Millisecond), time.Minute)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.stopJan:
-			return
-		case <-t.C:
-			now := b.cfg.Now()
-			b.mu.Lock()
-			var idle []*Session
-			for _, s := range b.sessions {
-				if s.ready && s.idleSince(now) >= b.cfg.IdleTimeout {
-					idle = append(idle, s)
-				}
-			}
-			b.mu.Unlock()
-			for _, s := range idle {
-				s.log.Info("session idle; ending it", "idle_timeout", b.cfg.IdleTimeout)
-				go s.stop(context.Background(), reasonExpired)
-			}
-			b.reclaimPools(now)
-		}
-	}
-}
-
-// newSessionID returns 128 random bits, base64url: visible ASCII only, as
-// MCP requires of Mcp-Session-Id, and unguessable.
-func newSessionID() (string, error) {
+// NewID returns 128 random bits, base64url: visible ASCII only, as MCP
+// requires of Mcp-Session-Id, safe in a query string (the legacy
+// transport's session ids), and unguessable. crypto/rand.Read does not
+// fail: where the system's source breaks, the program crashes instead.
+func NewID() string {
 	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("bridge: session id: %w", err)
-	}
-	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// ChildOptions are what a child of this bridge is started with; exported
-// for tests and tools that drive the same child directly.
+// childOptions are what a child of this bridge is started with (log
+// labels its lines, env is added to Config.Env).
 func (b *Bridge) childOptions(log *slog.Logger, env []string) stdio.Options {
 	childEnv := b.cfg.Env
 	if len(env) > 0 {
@@ -909,13 +777,14 @@ func (b *Bridge) WaitingChildren() int { return len(b.pool) }
 func (b *Bridge) Children() int { return int(b.children.Load()) }
 
 // markReady publishes that s has its child (s.up), for Snapshot.
-// It reports false when the bridge began closing meanwhile (Close did not
-// see the session): the caller must then end it itself.
+// It reports false when the bridge began draining or closing meanwhile
+// (Close may not have seen the session): the caller must then end it
+// itself.
 func (b *Bridge) markReady(s *Session) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s.ready = true
-	return !b.closing
+	return b.phaseNow() == phaseOpen
 }
 
 // reclaimPools stops the children of modern pools that no call used for
@@ -933,16 +802,10 @@ func (b *Bridge) reclaimPools(now time.Time) {
 	}
 }
 
-// track runs f on a goroutine that Close waits for; once Close has begun
-// waiting, it runs f itself.
+// track runs f on a goroutine of the bridge's (spawn); once the bridge is
+// closed, it runs f itself: f is a stop that Close must not miss.
 func (b *Bridge) track(f func()) {
-	b.startMu.RLock()
-	if b.noStarts {
-		b.startMu.RUnlock()
+	if !b.spawn(f) {
 		f()
-		return
 	}
-	b.wg.Add(1)
-	b.startMu.RUnlock()
-	go func() { defer b.wg.Done(); f() }()
 }

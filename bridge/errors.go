@@ -16,7 +16,6 @@ const (
 	KindNotFound                // no such session (never existed, ended, or not yours)
 	KindConflict                // e.g. a second GET stream on a session
 	KindUnavailable             // over a limit (sessions): try again later
-	KindTooLarge                // a message over a size limit
 	KindGone                    // what a client asked to have again has aged out
 )
 
@@ -104,13 +103,13 @@ func invalid(code int, msg string, id json.RawMessage) *Error {
 	return &Error{Kind: KindInvalid, Code: code, Message: msg, ID: id}
 }
 
-// ErrorKind returns the Kind of err, KindInternal when it has none.
-func ErrorKind(err error) Kind {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Kind
+// errCannotStart is the error of a child that did not start: the bridge
+// closing, or the process failing to start (err, for the log).
+func errCannotStart(err error) *Error {
+	if errors.Is(err, ErrClosing) {
+		return ErrClosing
 	}
-	return KindInternal
+	return &Error{Kind: KindInternal, Code: CodeInternalError, Message: "could not start the MCP server process", Err: err}
 }
 
 // errorResponse builds a JSON-RPC error response for the request id.

@@ -3,7 +3,8 @@ package bridge
 // Unit tests of a session's event log and of slow readers:
 // the ids events get, what ages out of the log and in which order, what a
 // resume replays, and when a slow reader is cut. The sessions are real
-// (a badchild process each); the streams under test are driven directly,
+// (a badchild process each, or its in-memory double for the tests that
+// run against both); the streams under test are driven directly,
 // with the session's lock held as the router holds it, so that every
 // count below is exact.
 
@@ -17,17 +18,21 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
 )
 
-// logBridge starts a bridge on the badchild with cfg (Command and Logger
-// filled in) and stops it when the test ends.
+// logBridge starts a bridge on the badchild process with cfg (Command and
+// Logger filled in) and stops it when the test ends.
 func logBridge(t *testing.T, cfg Config) *Bridge {
 	t.Helper()
-	cfg.Command = []string{testpeers.BuildGo(t, "./testdata/badchild")}
+	return peerLogBridge(t, processPeer, cfg)
+}
+
+// peerLogBridge is logBridge on p.
+func peerLogBridge(t *testing.T, p peer, cfg Config) *Bridge {
+	t.Helper()
+	cfg.Command = p.command(t)
 	cfg.Logger = slog.New(slog.DiscardHandler)
-	b, err := New(cfg)
+	b, err := newBridge(cfg, p.start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +150,10 @@ func wantKind(t *testing.T, err error, kind Kind, code int) {
 // event the client has, "<stream>_0" on a fresh stream; only 2025-11-25
 // sessions prime, and never on the stream that carries the
 // InitializeResult (the client knows no version yet).
-func TestEventLogIDs(t *testing.T) {
-	b := logBridge(t, Config{})
+func TestEventLogIDs(t *testing.T) { forPeers(t, testEventLogIDs) }
+
+func testEventLogIDs(t *testing.T, p peer) {
+	b := peerLogBridge(t, p, Config{})
 	s := logSession(t, b, "2025-11-25")
 	old := logSession(t, b, "2025-06-18")
 
@@ -199,8 +206,10 @@ func TestEventLogIDs(t *testing.T) {
 // TestEventLogEvictsByCount: over EventLogEvents the session's oldest
 // events age out first, whichever stream they belong to, and each one is
 // counted in Stats().EventsEvicted.
-func TestEventLogEvictsByCount(t *testing.T) {
-	b := logBridge(t, Config{EventLogEvents: 5})
+func TestEventLogEvictsByCount(t *testing.T) { forPeers(t, testEventLogEvictsByCount) }
+
+func testEventLogEvictsByCount(t *testing.T, p peer) {
+	b := peerLogBridge(t, p, Config{EventLogEvents: 5})
 	s := logSession(t, b, "2025-11-25")
 	a := postStream(s)
 	g, err := s.OpenStream()
@@ -239,8 +248,10 @@ func TestEventLogEvictsByCount(t *testing.T) {
 // TestEventLogEvictsByBytes: over EventLogBytes the oldest events go
 // first; the newest event stays even when it alone is over the bound (it
 // may be the response a client is waiting for), and it can be resumed.
-func TestEventLogEvictsByBytes(t *testing.T) {
-	b := logBridge(t, Config{EventLogBytes: 100})
+func TestEventLogEvictsByBytes(t *testing.T) { forPeers(t, testEventLogEvictsByBytes) }
+
+func testEventLogEvictsByBytes(t *testing.T, p peer) {
+	b := peerLogBridge(t, p, Config{EventLogBytes: 100})
 	s := logSession(t, b, "2025-11-25")
 	a := postStream(s)
 	g, err := s.OpenStream()
@@ -288,8 +299,10 @@ func TestEventLogEvictsByBytes(t *testing.T) {
 // (400); one whose following events aged out is gone (410, never a silent
 // gap), while one right at the eviction boundary still resumes; a GET
 // stream cannot be resumed while another GET stream is open (409).
-func TestEventLogResume(t *testing.T) {
-	b := logBridge(t, Config{EventLogEvents: 12})
+func TestEventLogResume(t *testing.T) { forPeers(t, testEventLogResume) }
+
+func testEventLogResume(t *testing.T, p peer) {
+	b := peerLogBridge(t, p, Config{EventLogEvents: 12})
 	s := logSession(t, b, "2025-11-25")
 	other := logSession(t, b, "2025-11-25")
 	a := postStream(s)
@@ -647,8 +660,10 @@ func TestSlowReaderCut(t *testing.T) {
 // the session's queue, bounded by QueueLimit messages and EventLogBytes
 // bytes; what is over is dropped and counted, and the next GET stream
 // gets what waited, in order.
-func TestQueueBounds(t *testing.T) {
-	b := logBridge(t, Config{QueueLimit: 3, EventLogBytes: 100})
+func TestQueueBounds(t *testing.T) { forPeers(t, testQueueBounds) }
+
+func testQueueBounds(t *testing.T, p peer) {
+	b := peerLogBridge(t, p, Config{QueueLimit: 3, EventLogBytes: 100})
 	deliver := func(s *Session, msgs ...string) {
 		s.up.mu.Lock()
 		defer s.up.mu.Unlock()
@@ -683,8 +698,10 @@ func TestQueueBounds(t *testing.T) {
 // flushed) other streams of the session may commit events and evict the
 // ones the resumed client still needs; Next must then fail (the client
 // resumes again and gets 410), never hand out the rest with a silent gap.
-func TestEventLogEvictAfterResume(t *testing.T) {
-	b := logBridge(t, Config{EventLogEvents: 4})
+func TestEventLogEvictAfterResume(t *testing.T) { forPeers(t, testEventLogEvictAfterResume) }
+
+func testEventLogEvictAfterResume(t *testing.T, p peer) {
+	b := peerLogBridge(t, p, Config{EventLogEvents: 4})
 	s := logSession(t, b, "2025-11-25")
 	a := postStream(s)
 	g, err := s.OpenStream()
@@ -719,8 +736,10 @@ func TestEventLogEvictAfterResume(t *testing.T) {
 // forgets streams that nothing can resume any more once it tracks many
 // (trackLocked); a stream whose unsent events all aged out must still be
 // answered as gone, not as a stream that never existed (400).
-func TestEventLogGoneAfterSweep(t *testing.T) {
-	b := logBridge(t, Config{EventLogEvents: 2})
+func TestEventLogGoneAfterSweep(t *testing.T) { forPeers(t, testEventLogGoneAfterSweep) }
+
+func testEventLogGoneAfterSweep(t *testing.T, p peer) {
+	b := peerLogBridge(t, p, Config{EventLogEvents: 2})
 	s := logSession(t, b, "2025-11-25")
 	x := postStream(s)
 	emit(t, x, `{"x":1}`) // the client has x1

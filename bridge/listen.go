@@ -164,7 +164,7 @@ func (mc *ModernCall) subscribe(ctx context.Context, u *upstream, s *Session, ur
 		err = ctx.Err()
 	case <-t.C:
 		err = context.DeadlineExceeded
-	case <-mc.b.stopJan:
+	case <-mc.b.shutdown:
 		err = ErrClosing
 	}
 	if err == nil {

@@ -561,8 +561,4 @@ func (u *upstream) hasLogging() bool {
 func (mc *ModernCall) String() string { return fmt.Sprintf("%s %s", mc.method, mc.id) }
 
 // isClosing reports whether the bridge is shutting down.
-func (b *Bridge) isClosing() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.closing
-}
+func (b *Bridge) isClosing() bool { return b.phaseNow() != phaseOpen }

@@ -266,7 +266,7 @@ func (b *Bridge) probe(ctx context.Context, u *upstream) (childEra, error) {
 		u.settleLocked(id)
 		u.mu.Unlock()
 		return eraUnknown, errClientGone
-	case <-b.stopJan:
+	case <-b.shutdown:
 		return eraUnknown, ErrClosing
 	}
 	u.mu.Lock()
@@ -360,7 +360,7 @@ func (p *modernPool) lease(ctx context.Context, owner string, base *upstream) (*
 	case b.spawnSem <- struct{}{}:
 	case <-ctx.Done():
 		return nil, errClientGone
-	case <-b.stopJan:
+	case <-b.shutdown:
 		return nil, ErrClosing
 	}
 	defer func() { <-b.spawnSem }()
@@ -405,7 +405,7 @@ func (b *Bridge) initLease(ctx context.Context, u *upstream) error {
 		}
 	case <-ctx.Done():
 		return errClientGone
-	case <-b.stopJan:
+	case <-b.shutdown:
 		return ErrClosing
 	}
 	u.write(child, [][]byte{[]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)})

@@ -227,13 +227,7 @@ func (mc *ModernCall) park() ([]byte, error) {
 	r := mc.round
 	mc.round = nil
 	b := mc.b
-	handle, err := b.newHandle()
-	if err != nil {
-		mc.answerUnasked(r, "the bridge could not park the call")
-		mc.cancel("the bridge could not park the call")
-		mc.cancelled = true
-		return nil, asError(err)
-	}
+	handle := b.newHandle()
 	ex := &exchange{call: mc, round: r, owner: mc.owner.Key, method: mc.method, target: mc.target, args: mc.args, keys: mc.keys}
 	b.exMu.Lock()
 	if b.parkedBy[ex.owner] >= b.cfg.MaxParked || len(b.exchanges) >= maxParkedTotal {
@@ -282,12 +276,8 @@ func (mc *ModernCall) hold(parked bool) {
 
 // newHandle makes a requestState handle: this replica's name and 128
 // random bits.
-func (b *Bridge) newHandle() (string, error) {
-	id, err := newSessionID()
-	if err != nil {
-		return "", err
-	}
-	return "mb1." + b.cfg.ReplicaID + "." + id, nil
+func (b *Bridge) newHandle() string {
+	return "mb1." + b.cfg.ReplicaID + "." + NewID()
 }
 
 // resume serves a retry: a modern request with requestState (and

@@ -158,7 +158,7 @@ func (u *upstream) ask(ctx context.Context, method string, params []byte) ([]byt
 		err = ctx.Err()
 	case <-t.C:
 		err = errors.New("no answer in time")
-	case <-u.b.stopJan:
+	case <-u.b.shutdown:
 		err = ErrClosing
 	}
 	u.mu.Lock()

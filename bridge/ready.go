@@ -28,10 +28,10 @@ const readyPingTimeout = 2 * time.Second
 // does not resolve.
 func (b *Bridge) Ready() error {
 	b.mu.Lock()
-	closing, n, shared := b.closing, len(b.sessions), b.shared
+	n, shared := len(b.sessions), b.shared
 	b.mu.Unlock()
 	switch {
-	case closing:
+	case b.phaseNow() != phaseOpen:
 		return ErrClosing
 	case n >= b.cfg.MaxSessions:
 		return ErrTooManySessions

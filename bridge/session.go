@@ -97,9 +97,6 @@ func newSession(b *Bridge, id string) *Session {
 // ID is the session id (the Mcp-Session-Id).
 func (s *Session) ID() string { return s.id }
 
-// Owner is the principal the session belongs to.
-func (s *Session) Owner() string { return s.owner }
-
 // Done is closed when the session has ended (and, in per-session mode,
 // its child is reaped).
 func (s *Session) Done() <-chan struct{} { return s.done }
@@ -774,8 +771,9 @@ func (s *Session) end() {
 		}
 		u.mu.Unlock()
 		if retire {
-			s.b.wg.Add(1)
-			go func() { defer s.b.wg.Done(); s.b.retire(u) }()
+			// Refused once the bridge is closed: Close stops u, which is
+			// still listed among the owners' children.
+			s.b.spawn(func() { s.b.retire(u) })
 		}
 		if child != nil && len(lines) > 0 {
 			u.write(child, lines)

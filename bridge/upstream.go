@@ -37,7 +37,7 @@ type upstream struct {
 	hub *upstream
 
 	mu         sync.Mutex
-	child      *stdio.Child // nil while a shared child restarts
+	child      child // nil while a shared child restarts
 	calls      map[int64]*call
 	nextID     int64 // child-side ids of requests, and progress tokens
 	sessions   map[*Session]bool
@@ -46,7 +46,7 @@ type upstream struct {
 	// unresponsive is the child the bridge is stopping because it can no
 	// longer answer (its stdout closed, or initialize timed out): its exit
 	// is counted as such, and a shared one is restarted as after a crash.
-	unresponsive *stdio.Child
+	unresponsive child
 
 	// Shared mode only.
 	initParams []byte    // the first initialize's params, to re-initialize after a restart
@@ -94,10 +94,10 @@ type call struct {
 type initGate struct {
 	done  chan struct{} // closed once the outcome is known
 	err   *Error        // why initialization failed; nil: it succeeded
-	child *stdio.Child
+	child child
 }
 
-func newGate(child *stdio.Child) *initGate {
+func newGate(child child) *initGate {
 	return &initGate{done: make(chan struct{}), child: child}
 }
 
@@ -150,25 +150,15 @@ func (u *upstream) start(log *slog.Logger) error { return u.startWith(log, nil) 
 // startWith starts a child and, before any session can write to it, runs
 // prepare (the re-initialization of a restarted shared child): requests
 // reach a child only after what it must hear first.
-func (u *upstream) startWith(log *slog.Logger, prepare func(*stdio.Child) error) error {
-	// The watch goroutine is counted under startMu with noStarts unset,
-	// so Close's Wait (after it sets noStarts) never races an Add; once
-	// the bridge closes, no child starts.
-	u.b.startMu.RLock()
-	closing := u.b.noStarts
-	if !closing {
-		u.b.wg.Add(1)
-	}
-	u.b.startMu.RUnlock()
-	if closing {
-		return fmt.Errorf("%w: %w", errNotStarted, ErrClosing)
+func (u *upstream) startWith(log *slog.Logger, prepare func(child) error) error {
+	if u.b.phaseNow() == phaseClosed {
+		return fmt.Errorf("%w: %w", errNotStarted, ErrClosing) // once the bridge closes, no child starts
 	}
 	opts := u.b.childOptions(log, u.env)
 	opts.OnMessage = u.fromChild
 	opts.OnOversize = u.oversize
-	child, err := stdio.Start(opts)
+	child, err := u.b.start(opts)
 	if err != nil {
-		u.b.wg.Done()
 		u.b.stats.ChildrenFailed.Add(1)
 		return fmt.Errorf("%w: %w", errNotStarted, err)
 	}
@@ -181,7 +171,15 @@ func (u *upstream) startWith(log *slog.Logger, prepare func(*stdio.Child) error)
 		g.child = child
 	}
 	u.mu.Unlock()
-	go func() { defer u.b.wg.Done(); u.watch(child) }()
+	if !u.b.spawn(func() { u.watch(child) }) {
+		// The bridge closed while it started, and no one would stop it.
+		child.Kill()
+		<-child.Done()
+		u.b.children.Add(-1)
+		u.b.stats.ChildrenExitedOK.Add(1)
+		u.b.stats.ChildrenShutdown.Add(1)
+		return fmt.Errorf("%w: %w", errNotStarted, ErrClosing)
+	}
 	if prepare != nil {
 		if err := prepare(child); err != nil {
 			if e, ok := errors.AsType[*Error](err); ok && e.Code == CodeRequestTimeout {
@@ -235,7 +233,7 @@ func (u *upstream) register(c *call, m *Message) []byte {
 
 // write sends lines to the child. A failure means the child is gone or
 // going: watch fails what is in flight with its exit status.
-func (u *upstream) write(child *stdio.Child, lines [][]byte) {
+func (u *upstream) write(child child, lines [][]byte) {
 	for _, line := range lines {
 		if err := child.Write(line); err != nil {
 			if errors.Is(err, stdio.ErrStalled) {
@@ -243,8 +241,11 @@ func (u *upstream) write(child *stdio.Child, lines [][]byte) {
 				// written to it can be answered in time. Stopping it takes
 				// the grace periods; the writer (often a client's POST)
 				// does not wait for that, its request is failed meanwhile.
-				go u.unanswerable(child, fmt.Sprintf("the MCP server stopped reading its input: a message waited %v to be taken (--request-timeout)", u.b.cfg.RequestTimeout),
-					"the MCP server stopped reading its stdin; stopping it")
+				// Once the bridge is closed, Close stops it instead.
+				u.b.spawn(func() {
+					u.unanswerable(child, fmt.Sprintf("the MCP server stopped reading its input: a message waited %v to be taken (--request-timeout)", u.b.cfg.RequestTimeout),
+						"the MCP server stopped reading its stdin; stopping it")
+				})
 				return
 			}
 			u.logger().Warn("write to child failed", "err", err)
@@ -396,7 +397,7 @@ func (u *upstream) sharedNotificationLocked(method string, params []byte, f fiel
 		reply := errorResponse(f.id.of(line), CodeInternalError,
 			fmt.Sprintf("mcp-bridge: cannot route %s: this server is shared by several sessions and %d requests are in flight, so it is ambiguous which client should answer; run the bridge with --mode per-session", method, n), nil)
 		if child := u.child; child != nil {
-			go u.write(child, [][]byte{reply})
+			u.b.spawn(func() { u.write(child, [][]byte{reply}) }) // not under u.mu: a write may block
 		}
 	case strings.HasSuffix(method, "/list_changed"):
 		for s := range u.sessions {
@@ -500,14 +501,17 @@ func (u *upstream) initializedLocked(c *call, line []byte, f fields) {
 		// initialized goes out before anyone waiting may send.
 		u.initSent = true
 		child, g := u.child, u.gate
-		go func() {
+		sent := u.b.spawn(func() {
 			if child != nil {
 				u.write(child, [][]byte{[]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)})
 			}
 			u.mu.Lock()
 			g.settle(nil)
 			u.mu.Unlock()
-		}()
+		})
+		if !sent {
+			g.settle(ErrClosing)
+		}
 	default:
 		u.gate.settle(nil)
 	}
@@ -517,7 +521,7 @@ func (u *upstream) initializedLocked(c *call, line []byte, f fields) {
 // sessions waiting for it get err. Unless the child is down for good
 // (downLocked), the next initialization gets a gate of its own: of the
 // same child when it lives on (again), else of the next child started.
-func (u *upstream) initFailedLocked(child *stdio.Child, err *Error, again bool) {
+func (u *upstream) initFailedLocked(child child, err *Error, again bool) {
 	g := u.gate
 	if u.initResult != nil || g.child != child || g.decided() {
 		return
@@ -565,7 +569,7 @@ func (u *upstream) oversize(o stdio.Oversize) {
 // watch handles the child's end: every request in flight fails at once
 // with the exit status and the last lines of stderr. In per-session mode
 // the session ends with it; a shared child is restarted.
-func (u *upstream) watch(child *stdio.Child) {
+func (u *upstream) watch(child child) {
 	u.waitExit(child)
 	u.b.children.Add(-1)
 	err := child.Err()
@@ -637,7 +641,7 @@ func (u *upstream) watch(child *stdio.Child) {
 // runs on can never answer again: it is stopped (stdoutClosed). Stdout
 // also ends just before an exiting child is reaped, so the exit is given
 // the stop grace to show first.
-func (u *upstream) waitExit(child *stdio.Child) {
+func (u *upstream) waitExit(child child) {
 	select {
 	case <-child.Done():
 		return
@@ -670,7 +674,7 @@ func (u *upstream) waitExit(child *stdio.Child) {
 
 // stdoutClosed handles a child that closed its stdout and runs on: it can
 // no longer answer.
-func (u *upstream) stdoutClosed(child *stdio.Child) {
+func (u *upstream) stdoutClosed(child child) {
 	u.unanswerable(child, "the MCP server closed its stdout and can no longer answer",
 		"the MCP server closed its stdout but is still running; stopping it")
 }
@@ -680,7 +684,7 @@ func (u *upstream) stdoutClosed(child *stdio.Child) {
 // request in flight fails now with -32005, reason and the last lines of
 // its stderr, and it is stopped with the grace sequence; a shared child
 // is then restarted as after a crash.
-func (u *upstream) unanswerable(child *stdio.Child, reason, warn string) {
+func (u *upstream) unanswerable(child child, reason, warn string) {
 	u.mu.Lock()
 	if u.unresponsive == child || u.stopping {
 		u.mu.Unlock()
@@ -738,7 +742,7 @@ func (u *upstream) failAllLocked(reason string, data map[string]any) []*Session 
 // stopUnresponsive stops a child that can no longer serve, with the grace
 // sequence, and returns once it is reaped. In per-session mode its session
 // ends with reason; a shared child is restarted as after a crash (watch).
-func (u *upstream) stopUnresponsive(child *stdio.Child, reason string) {
+func (u *upstream) stopUnresponsive(child child, reason string) {
 	u.mu.Lock()
 	u.unresponsive = child
 	if !u.shared {
@@ -767,7 +771,9 @@ func (u *upstream) trackLocked(id int64, c *call) {
 		d = u.b.cfg.InitTimeout
 	}
 	if d > 0 {
-		c.timer = time.AfterFunc(d, func() { u.expire(id, c, d) })
+		// Once the bridge is closed a deadline does nothing: Close stops
+		// every child, which fails what is in flight.
+		c.timer = time.AfterFunc(d, func() { u.b.spawn(func() { u.expire(id, c, d) }) })
 	}
 }
 
@@ -894,7 +900,7 @@ func (u *upstream) restart() {
 	t := time.NewTimer(backoff)
 	select {
 	case <-t.C:
-	case <-u.b.stopJan:
+	case <-u.b.shutdown:
 		t.Stop()
 		u.mu.Lock()
 		u.downLocked(ErrClosing)
@@ -914,6 +920,12 @@ func (u *upstream) restart() {
 			u.gate.settle(nil) // re-initialized, and now taking requests
 		}
 		u.mu.Unlock()
+	case errors.Is(err, ErrClosing):
+		// The bridge closed meanwhile.
+		u.mu.Lock()
+		u.downLocked(ErrClosing)
+		u.mu.Unlock()
+		u.endAll()
 	case errors.Is(err, errNotStarted):
 		u.logger().Error("cannot restart the shared MCP server", "err", err)
 		u.mu.Lock()
@@ -933,7 +945,7 @@ var errNotStarted = errors.New("the MCP server process did not start")
 // it rely on: initialize with the first session's parameters (waiting for
 // its answer, within --init-timeout: expire), initialized, the
 // subscriptions and the log level.
-func (u *upstream) reinitialize(child *stdio.Child) error {
+func (u *upstream) reinitialize(child child) error {
 	u.mu.Lock()
 	if u.initParams == nil {
 		u.mu.Unlock()
@@ -951,7 +963,7 @@ func (u *upstream) reinitialize(child *stdio.Child) error {
 		if err != nil {
 			return err
 		}
-	case <-u.b.stopJan:
+	case <-u.b.shutdown:
 		return ErrClosing
 	}
 	u.mu.Lock()
@@ -998,7 +1010,7 @@ func (u *upstream) ping(timeout time.Duration) error {
 		u.settleLocked(id)
 		u.mu.Unlock()
 		return fmt.Errorf("the MCP server did not answer a ping within %v", timeout)
-	case <-u.b.stopJan:
+	case <-u.b.shutdown:
 		u.mu.Lock()
 		u.settleLocked(id)
 		u.mu.Unlock()

@@ -3,8 +3,9 @@ package bridge
 // Tests that no wait of the bridge outlives its reason: a shared child's
 // failed first start, a crash loop, a child that closed its stdout, a
 // request or an initialize the child never answers, and progress after
-// the answer. Every child is a real badchild process; every wait of the
-// tests themselves is bounded by a safety net, never a timing assertion.
+// the answer. Each test runs against a real badchild process and against
+// its in-memory double (memChild); every wait of the tests themselves is
+// bounded by a safety net, never a timing assertion.
 
 import (
 	"bytes"
@@ -19,8 +20,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
 )
 
 // safetyNet bounds every wait here: reaching it means something hangs.
@@ -44,18 +43,18 @@ func (l *logBuffer) String() string {
 	return l.buf.String()
 }
 
-// waitsBridge starts a bridge on the badchild run with args; the bridge
+// peerBridge starts a bridge on p's badchild run with args; the bridge
 // logs at debug level into the returned buffer, and is closed (every
 // child reaped) when the test ends.
-func waitsBridge(t *testing.T, cfg Config, args ...string) (*Bridge, *logBuffer) {
+func peerBridge(t *testing.T, p peer, cfg Config, args ...string) (*Bridge, *logBuffer) {
 	t.Helper()
-	cfg.Command = append([]string{testpeers.BuildGo(t, "./testdata/badchild")}, args...)
+	cfg.Command = p.command(t, args...)
 	logs := &logBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if cfg.StopGrace == 0 {
 		cfg.StopGrace = 500 * time.Millisecond
 	}
-	b, err := New(cfg)
+	b, err := newBridge(cfg, p.start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,6 +186,14 @@ func until(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// kindOf is the Kind of err, KindInternal when it has none.
+func kindOf(err error) Kind {
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e.Kind
+	}
+	return KindInternal
+}
+
 func wantCode(t *testing.T, r reply, code int, contains string) {
 	t.Helper()
 	if r.Error == nil || r.Error.Code != code || !strings.Contains(r.Error.Message, contains) {
@@ -226,12 +233,14 @@ func join(ctx context.Context, t *testing.T, b *Bridge, stateless bool) (*Sessio
 // for the restarted child's initialization and succeeds, and calls work.
 // Before, it waited for good: the restart's own initialize was not one
 // the wait heard of.
-func TestSharedFirstStartFails(t *testing.T) {
+func TestSharedFirstStartFails(t *testing.T) { forPeers(t, testSharedFirstStartFails) }
+
+func testSharedFirstStartFails(t *testing.T, p peer) {
 	for _, stateless := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stateless=%v", stateless), func(t *testing.T) {
 			ctx := safety(t)
 			marker := filepath.Join(t.TempDir(), "started")
-			b, _ := waitsBridge(t, Config{Mode: ModeShared}, "-exit-first", marker)
+			b, _ := peerBridge(t, p, Config{Mode: ModeShared}, "-exit-first", marker)
 
 			s, r, err := join(ctx, t, b, stateless)
 			switch {
@@ -263,11 +272,13 @@ func TestSharedFirstStartFails(t *testing.T) {
 // wait for its initialization, each get an error as the initialization
 // they wait for fails; none waits until shutdown. Once the crash-loop
 // breaker trips, new ones are refused at once.
-func TestCrashLoopEndsWaits(t *testing.T) {
+func TestCrashLoopEndsWaits(t *testing.T) { forPeers(t, testCrashLoopEndsWaits) }
+
+func testCrashLoopEndsWaits(t *testing.T, p peer) {
 	for _, stateless := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stateless=%v", stateless), func(t *testing.T) {
 			ctx := safety(t)
-			b, _ := waitsBridge(t, Config{Mode: ModeShared}, "-exit-at-start")
+			b, _ := peerBridge(t, p, Config{Mode: ModeShared}, "-exit-at-start")
 			const n = 4
 			errs := make(chan error, n)
 			for i := range n {
@@ -300,7 +311,7 @@ func TestCrashLoopEndsWaits(t *testing.T) {
 				}
 			}
 			until(t, "the crash-loop breaker tripped", func() bool { return errors.Is(b.Ready(), ErrSharedDown) })
-			if _, _, err := join(ctx, t, b, stateless); ErrorKind(err) != KindUnavailable {
+			if _, _, err := join(ctx, t, b, stateless); kindOf(err) != KindUnavailable {
 				t.Fatalf("after the breaker: %v, want the server down", err)
 			}
 			if n := b.Len(); n != 0 {
@@ -315,11 +326,13 @@ func TestCrashLoopEndsWaits(t *testing.T) {
 // with -32005 and the stderr tail; it is logged and the child is stopped.
 // Per session the session ends; a shared child is restarted and its
 // sessions go on.
-func TestStdoutClosed(t *testing.T) {
+func TestStdoutClosed(t *testing.T) { forPeers(t, testStdoutClosed) }
+
+func testStdoutClosed(t *testing.T, p peer) {
 	for _, mode := range []string{ModePerSession, ModeShared} {
 		t.Run(mode, func(t *testing.T) {
 			ctx := safety(t)
-			b, logs := waitsBridge(t, Config{Mode: mode})
+			b, logs := peerBridge(t, p, Config{Mode: mode})
 			s, _, err := join(ctx, t, b, false)
 			if err != nil {
 				t.Fatal(err)
@@ -362,11 +375,13 @@ func TestStdoutClosed(t *testing.T) {
 // a JSON-RPC error naming --request-timeout, the child gets
 // notifications/cancelled with its own id for it, and the session, idle
 // from then on, expires.
-func TestRequestTimeout(t *testing.T) {
+func TestRequestTimeout(t *testing.T) { forPeers(t, testRequestTimeout) }
+
+func testRequestTimeout(t *testing.T, p peer) {
 	for _, mode := range []string{ModePerSession, ModeShared, ModePerIdentity} {
 		t.Run(mode, func(t *testing.T) {
 			ctx := safety(t)
-			b, _ := waitsBridge(t, Config{Mode: mode, RequestTimeout: 200 * time.Millisecond})
+			b, _ := peerBridge(t, p, Config{Mode: mode, RequestTimeout: 200 * time.Millisecond})
 			s, _, err := join(ctx, t, b, false)
 			if err != nil {
 				t.Fatal(err)
@@ -387,7 +402,7 @@ func TestRequestTimeout(t *testing.T) {
 	}
 	t.Run("idle after a hung call", func(t *testing.T) {
 		ctx := safety(t)
-		b, _ := waitsBridge(t, Config{RequestTimeout: 300 * time.Millisecond, IdleTimeout: 200 * time.Millisecond})
+		b, _ := peerBridge(t, p, Config{RequestTimeout: 300 * time.Millisecond, IdleTimeout: 200 * time.Millisecond})
 		s, _, err := join(ctx, t, b, false)
 		if err != nil {
 			t.Fatal(err)
@@ -408,10 +423,12 @@ func TestRequestTimeout(t *testing.T) {
 // ends and the process is stopped; on a shared child, the sessions and
 // stateless requests waiting for the initialization get the error too,
 // and the child is restarted by the restart policy.
-func TestInitTimeout(t *testing.T) {
+func TestInitTimeout(t *testing.T) { forPeers(t, testInitTimeout) }
+
+func testInitTimeout(t *testing.T, p peer) {
 	t.Run(ModePerSession, func(t *testing.T) {
 		ctx := safety(t)
-		b, _ := waitsBridge(t, Config{InitTimeout: 200 * time.Millisecond}, "-never-init")
+		b, _ := peerBridge(t, p, Config{InitTimeout: 200 * time.Millisecond}, "-never-init")
 		s, r, err := join(ctx, t, b, false)
 		if err != nil {
 			t.Fatal(err)
@@ -430,7 +447,7 @@ func TestInitTimeout(t *testing.T) {
 	for _, stateless := range []bool{false, true} {
 		t.Run(fmt.Sprintf("shared, stateless=%v", stateless), func(t *testing.T) {
 			ctx := safety(t)
-			b, _ := waitsBridge(t, Config{Mode: ModeShared, InitTimeout: 300 * time.Millisecond}, "-never-init")
+			b, _ := peerBridge(t, p, Config{Mode: ModeShared, InitTimeout: 300 * time.Millisecond}, "-never-init")
 			const n = 3
 			errs := make(chan error, 2*n)
 			done := make(chan struct{}, n)
@@ -452,7 +469,7 @@ func TestInitTimeout(t *testing.T) {
 						case <-ctx.Done():
 							errs <- errors.New("the session whose initialize timed out did not end")
 						}
-					case ErrorKind(err) != KindUnavailable:
+					case kindOf(err) != KindUnavailable:
 						errs <- err
 					}
 				}()
@@ -480,9 +497,11 @@ func TestInitTimeout(t *testing.T) {
 
 // TestLateProgress (issue point 13): progress after its request's answer
 // is dropped, logged at debug with the child's id, and counted.
-func TestLateProgress(t *testing.T) {
+func TestLateProgress(t *testing.T) { forPeers(t, testLateProgress) }
+
+func testLateProgress(t *testing.T, p peer) {
 	ctx := safety(t)
-	b, logs := waitsBridge(t, Config{})
+	b, logs := peerBridge(t, p, Config{})
 	s, _, err := join(ctx, t, b, false)
 	if err != nil {
 		t.Fatal(err)
@@ -507,11 +526,17 @@ func TestLateProgress(t *testing.T) {
 // server stopped reading, the child is stopped (a shared one restarted),
 // and the POST that was writing returns. Before, the write, and with it
 // the client's POST and the timeout's own cancel, waited for good.
-func TestStdinStalled(t *testing.T) {
+//
+// Against the process only: what the test waits for is a pipe that fills,
+// which the in-memory child does not model (TestInMemoryChildFaults
+// stalls one directly).
+func TestStdinStalled(t *testing.T) { testStdinStalled(t, processPeer) }
+
+func testStdinStalled(t *testing.T, p peer) {
 	for _, mode := range []string{ModePerSession, ModeShared} {
 		t.Run(mode, func(t *testing.T) {
 			ctx := safety(t)
-			b, logs := waitsBridge(t, Config{Mode: mode, RequestTimeout: 500 * time.Millisecond})
+			b, logs := peerBridge(t, p, Config{Mode: mode, RequestTimeout: 500 * time.Millisecond})
 			s, _, err := join(ctx, t, b, false)
 			if err != nil {
 				t.Fatal(err)
@@ -580,11 +605,13 @@ func TestStdinStalled(t *testing.T) {
 // stopped with its last session, the anonymous principal's (a bridge
 // without authentication) as well as a named one's. Before, the
 // anonymous principal's child, whose key is "", was kept until shutdown.
-func TestPerIdentityRetires(t *testing.T) {
+func TestPerIdentityRetires(t *testing.T) { forPeers(t, testPerIdentityRetires) }
+
+func testPerIdentityRetires(t *testing.T, p peer) {
 	for _, owner := range []string{"", "token ALICE"} {
 		t.Run(fmt.Sprintf("owner %q", owner), func(t *testing.T) {
 			ctx := safety(t)
-			b, _ := waitsBridge(t, Config{Mode: ModePerIdentity})
+			b, _ := peerBridge(t, p, Config{Mode: ModePerIdentity})
 			var sessions []*Session
 			for range 2 {
 				s, st, err := b.Initialize(ctx, InitRequest{Message: initRequest(t), Owner: Owner{Key: owner, Name: owner}})
@@ -604,5 +631,60 @@ func TestPerIdentityRetires(t *testing.T) {
 			sessions[1].Close()
 			until(t, "the principal's child was stopped with its last session", func() bool { return b.Children() == 0 })
 		})
+	}
+}
+
+// TestInMemoryChildFaults: faults caused in an in-memory child directly,
+// with a call in flight, each shown to the bridge by the next write. A
+// child that stalls (stops reading) fails the call with -32005 and is
+// stopped; one that exits fails it with its exit status; one that closes
+// its stdout fails it and is stopped. Per session the session ends; a
+// shared child is restarted and its session goes on.
+func TestInMemoryChildFaults(t *testing.T) {
+	unresponsive := func(s *Stats) int64 { return s.ChildrenUnresponsive.Load() }
+	crashed := func(s *Stats) int64 { return s.ChildrenCrashed.Load() }
+	for _, tc := range []struct {
+		name  string
+		fault func(*memChild)
+		want  string             // in the error of the call in flight
+		ended func(*Stats) int64 // the counter of the child's end
+	}{
+		{"stall", (*memChild).stall, "stopped reading its input", unresponsive},
+		{"exit", func(m *memChild) { m.exitWith(3) }, "exited (exit status 3)", crashed},
+		{"close stdout", (*memChild).closeStdout, "closed its stdout", unresponsive},
+	} {
+		for _, mode := range []string{ModePerSession, ModeShared} {
+			t.Run(tc.name+"/"+mode, func(t *testing.T) {
+				ctx := safety(t)
+				kids := &memChildren{}
+				b, _ := peerBridge(t, peer{"memory", kids.start}, Config{Mode: mode})
+				s, _, err := join(ctx, t, b, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pid := s.ChildPid()
+				hung := start(t, s, "1", "hang")
+				tc.fault(kids.last())
+				// Refused or not, it is written, or found the child gone.
+				_, _ = s.Send([]Message{rpc(t, `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)}, false)
+				wantCode(t, drain(ctx, t, hung), CodeChildExited, tc.want)
+				if mode == ModePerSession {
+					select {
+					case <-s.Done():
+					case <-ctx.Done():
+						t.Fatal("the session did not end")
+					}
+					until(t, "the child was reaped", func() bool { return b.Children() == 0 })
+				} else {
+					until(t, "the shared child was restarted", func() bool { p := s.ChildPid(); return p != 0 && p != pid })
+					if r := callTool(ctx, t, s, "3", "pid"); r.text() != fmt.Sprint(s.ChildPid()) {
+						t.Fatalf("a call after the restart: %+v", r)
+					}
+				}
+				if got := tc.ended(b.Stats()); got != 1 {
+					t.Errorf("the child's end counted %d times, want 1", got)
+				}
+			})
+		}
 	}
 }

@@ -34,8 +34,6 @@ func errorStatus(k bridge.Kind) int {
 		return http.StatusConflict
 	case bridge.KindUnavailable:
 		return http.StatusServiceUnavailable
-	case bridge.KindTooLarge:
-		return http.StatusRequestEntityTooLarge
 	case bridge.KindGone:
 		return http.StatusGone
 	default:

@@ -2,8 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -226,16 +224,6 @@ func (l *legacy) remove(c *legacyConn) {
 	l.mu.Unlock()
 }
 
-// newLegacyID returns 128 random bits, base64url: safe in a query string
-// and unguessable, like bridge session ids.
-func newLegacyID() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	return base64.RawURLEncoding.EncodeToString(b[:]), nil
-}
-
 // get serves GET SSEPath: the stream, for as long as the client keeps it
 // open or the session lasts.
 func (l *legacy) get(w http.ResponseWriter, r *http.Request) error {
@@ -243,10 +231,7 @@ func (l *legacy) get(w http.ResponseWriter, r *http.Request) error {
 		return &httpError{status: http.StatusNotAcceptable, code: bridge.CodeInvalidRequest,
 			msg: "Not Acceptable: the Accept header must include text/event-stream"}
 	}
-	id, err := newLegacyID()
-	if err != nil {
-		return err
-	}
+	id := bridge.NewID()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	sw, err := startSSE(ctx, w, l.h.opts.WriteTimeout)

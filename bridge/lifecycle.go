@@ -1,0 +1,198 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// phase is where a Bridge is in its life. It only moves forward: open,
+// draining (Drain), closed (Close).
+type phase int
+
+const (
+	phaseOpen     phase = iota
+	phaseDraining       // no new sessions; the rest goes on
+	phaseClosed         // shutdown is closed: nothing new starts, not even a goroutine
+)
+
+// phaseNow is the bridge's phase.
+func (b *Bridge) phaseNow() phase {
+	b.stateMu.Lock()
+	defer b.stateMu.Unlock()
+	return b.state
+}
+
+// spawn runs f on a goroutine of the bridge's own, which Close waits for.
+// Every goroutine of the package starts here: the janitor, refill, a
+// child's watcher (upstream.watch, which restarts a shared child), the
+// stop of a session the janitor ends, an owner's child retired with its
+// last session, the stop of a child that stopped reading
+// (unanswerable), a request's deadline (expire), a shared child's
+// answer to a request it cannot route, and initialized to a child the
+// bridge initialized itself. (Close's own goroutines, which it waits for
+// before it returns, are the exception.) Once the bridge is closed
+// it runs nothing and reports false: what f would have done is then
+// Close's to do (it stops every session and child), and each caller says
+// what it leaves to Close.
+//
+// The state is checked and the goroutine counted under one lock, the one
+// Close changes the state under, so Close's Wait never races an Add.
+func (b *Bridge) spawn(f func()) bool {
+	b.stateMu.Lock()
+	ok := b.state != phaseClosed
+	if ok {
+		b.wg.Add(1)
+	}
+	b.stateMu.Unlock()
+	if ok {
+		go func() {
+			defer b.wg.Done()
+			f()
+		}()
+	}
+	return ok
+}
+
+// Drain prepares for shutdown: no new sessions, and every GET stream ends
+// (their clients reconnect elsewhere), so the HTTP server can wait for the
+// requests in flight alone.
+func (b *Bridge) Drain() {
+	b.stateMu.Lock()
+	if b.state == phaseOpen {
+		b.state = phaseDraining
+	}
+	b.stateMu.Unlock()
+	b.mu.Lock()
+	var gets []*Stream
+	for _, s := range b.sessions {
+		if !s.ready {
+			continue
+		}
+		s.up.mu.Lock()
+		if s.get != nil {
+			gets = append(gets, s.get)
+		}
+		s.up.mu.Unlock()
+	}
+	for mc := range b.listens {
+		gets = append(gets, mc.st)
+	}
+	b.mu.Unlock()
+	for _, st := range gets {
+		// A listen's stream ends gracefully: its client gets the listen's
+		// completion result (ModernCall.ending).
+		st.finish()
+	}
+}
+
+// Close refuses new sessions, ends every session and stops every child,
+// each with the graceful sequence; when ctx ends, children left get
+// SIGKILL. It returns once every child is reaped and every goroutine of
+// the bridge has returned. It may be called more than once.
+func (b *Bridge) Close(ctx context.Context) error {
+	b.stateMu.Lock()
+	if b.state != phaseClosed {
+		b.state = phaseClosed
+		b.stopCtx = ctx
+		close(b.shutdown)
+	}
+	b.stateMu.Unlock()
+
+	// Sessions, then the children sessions share. The goroutines here are
+	// Close's own (spawn refuses from now on), and it waits for them.
+	b.mu.Lock()
+	all := make([]*Session, 0, len(b.sessions))
+	for _, s := range b.sessions {
+		if s.ready { // one still starting finds the bridge closed (markReady)
+			all = append(all, s)
+		}
+	}
+	b.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range all {
+		wg.Go(func() { s.stop(ctx, reasonShutdown) })
+	}
+	wg.Wait()
+	b.closeExchanges()
+	b.mu.Lock()
+	ups := b.multiplexedLocked()
+	for _, p := range b.pools {
+		ups = append(ups, p.all()...)
+	}
+	b.mu.Unlock()
+	for _, u := range ups {
+		wg.Go(func() { u.stop(ctx) })
+	}
+	wg.Wait()
+	// The janitor and refill (which stops the children waiting in the
+	// pool) see shutdown; the watchers see their children reaped.
+	b.wg.Wait()
+	return ctx.Err()
+}
+
+// janitor ends idle sessions, until the bridge closes.
+func (b *Bridge) janitor() {
+	every := min(max(b.cfg.IdleTimeout/4, 10*time.Millisecond), time.Minute)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.shutdown:
+			return
+		case <-t.C:
+			now := b.cfg.Now()
+			b.mu.Lock()
+			var idle []*Session
+			for _, s := range b.sessions {
+				if s.ready && s.idleSince(now) >= b.cfg.IdleTimeout {
+					idle = append(idle, s)
+				}
+			}
+			b.mu.Unlock()
+			for _, s := range idle {
+				s.log.Info("session idle; ending it", "idle_timeout", b.cfg.IdleTimeout)
+				// Refused once the bridge is closed: Close ends it.
+				b.spawn(func() { s.stop(context.Background(), reasonExpired) })
+			}
+			b.reclaimPools(now)
+		}
+	}
+}
+
+// refill keeps the pool of waiting children full, until the bridge
+// closes; it then stops the children still waiting. Only it adds to the
+// pool, so once it has returned nothing waits there.
+func (b *Bridge) refill() {
+	for {
+		select {
+		case <-b.poolKick:
+		case <-b.shutdown:
+			b.emptyPool()
+			return
+		}
+		for len(b.pool) < cap(b.pool) && b.children.Load() < int64(b.cfg.MaxChildren) {
+			u := newUpstream(b, false)
+			if err := u.start(b.log); err != nil {
+				if !errors.Is(err, ErrClosing) {
+					b.log.Error("cannot start a waiting MCP server process", "err", err)
+				}
+				break
+			}
+			b.pool <- u // room: only this goroutine adds
+		}
+	}
+}
+
+// emptyPool stops the children waiting in the pool, within Close's ctx.
+func (b *Bridge) emptyPool() {
+	for {
+		select {
+		case u := <-b.pool:
+			u.stop(b.stopCtx)
+		default:
+			return
+		}
+	}
+}
