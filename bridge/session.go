@@ -185,6 +185,14 @@ func (s *Session) send(msgs []Message, init, jsonOnly bool) (*Stream, error) {
 		u.mu.Unlock()
 		return nil, &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the MCP server is restarting; try again shortly"}
 	}
+	if child == u.unresponsive && requests > 0 {
+		// It is being stopped because it can no longer answer: a request
+		// now would only fail when it is gone, with its exit status
+		// rather than the reason.
+		why := u.unresponsiveWhy
+		u.mu.Unlock()
+		return nil, &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: why + "; try again shortly"}
+	}
 	s.touchLocked()
 	if requests > 0 {
 		st = newStream(s, false, requests, jsonOnly)

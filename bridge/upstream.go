@@ -47,6 +47,8 @@ type upstream struct {
 	// longer answer (its stdout closed, or initialize timed out): its exit
 	// is counted as such, and a shared one is restarted as after a crash.
 	unresponsive child
+	// unresponsiveWhy is why: the error of a request sent to it since.
+	unresponsiveWhy string
 
 	// Shared mode only.
 	initParams []byte    // the first initialize's params, to re-initialize after a restart
@@ -690,7 +692,7 @@ func (u *upstream) unanswerable(child child, reason, warn string) {
 		u.mu.Unlock()
 		return // already being stopped
 	}
-	u.unresponsive = child
+	u.unresponsive, u.unresponsiveWhy = child, reason
 	u.mu.Unlock()
 	tail := child.StderrTail()
 	u.logger().Warn(warn, "child_pid", child.Pid(), "stderr_tail", tail)
@@ -744,7 +746,7 @@ func (u *upstream) failAllLocked(reason string, data map[string]any) []*Session 
 // ends with reason; a shared child is restarted as after a crash (watch).
 func (u *upstream) stopUnresponsive(child child, reason string) {
 	u.mu.Lock()
-	u.unresponsive = child
+	u.unresponsive, u.unresponsiveWhy = child, reason
 	if !u.shared {
 		for s := range u.sessions {
 			if s.endReason == "" {
@@ -805,7 +807,14 @@ func (u *upstream) expire(id int64, c *call, d time.Duration) {
 		u.mu.Unlock()
 		return // answered meanwhile
 	}
-	u.settleLocked(id)
+	if c.init {
+		u.settleLocked(id)
+	}
+	// Any other request stays in flight while its cancel is written, which
+	// can take as long as a stalled child lets it: if the child dies or is
+	// found unresponsive meanwhile, failAllLocked answers it with why;
+	// if it answers after all, that answer goes out; else the timeout
+	// error below. Exactly one of them, never none.
 	child := u.child
 	u.mu.Unlock()
 	u.b.stats.RequestsTimedOut.Add(1)
@@ -828,6 +837,13 @@ func (u *upstream) expire(id int64, c *call, d time.Duration) {
 	}
 
 	u.mu.Lock()
+	if !c.init {
+		if u.calls[id] != c {
+			u.mu.Unlock()
+			return // answered or failed while the cancel was written
+		}
+		u.settleLocked(id)
+	}
 	if c.sess != nil {
 		c.sess.doneLocked(c)
 		c.sess.touchLocked() // the session idles from now, not from its last message
