@@ -63,7 +63,10 @@ func TestVanishedClient(t *testing.T) {
 	node := testpeers.Node(t)
 	script := filepath.Join(filepath.Dir(testpeers.NodeModules(t)), "vanishclient.mjs")
 	badchild := testpeers.BuildGo(t, "./testdata/badchild")
-	p := startBridge(t, nil, "--request-timeout", "500ms", "--idle-timeout", "300ms", "--", badchild)
+	// The idle timeout must outlast the client's pause between its
+	// initialize and its call, which a loaded machine can stretch: 3 s
+	// does, and the session still idles out soon after the call times out.
+	p := startBridge(t, nil, "--request-timeout", "500ms", "--idle-timeout", "3s", "--", badchild)
 
 	client := exec.Command(node, script, p.URL)
 	out, err := client.StdoutPipe()
