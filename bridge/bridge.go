@@ -162,6 +162,12 @@ type Stats struct {
 	EventsEvicted        atomic.Int64 // events aged out of sessions' logs
 	RequestsTimedOut     atomic.Int64 // requests the child did not answer in time (RequestTimeout, InitTimeout)
 	LateProgress         atomic.Int64 // progress notifications after their request was over, dropped
+	// RequestsCancelled: notifications/cancelled sent to a child for a
+	// request still in flight there, on a client's behalf: a 2025 client
+	// cancelled it, a 2026-07-28 client closed its stream, or a parked
+	// call was abandoned. The only trace of a cancellation, which has no
+	// response.
+	RequestsCancelled atomic.Int64
 
 	// The modern era's MRTR exchanges.
 	InputRequired          atomic.Int64 // input_required results given (calls parked)

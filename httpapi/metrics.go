@@ -379,12 +379,14 @@ var (
 		"Requests the MCP server did not answer in time (--request-timeout, --init-timeout), answered with an error by the bridge.", nil, nil)
 	descLateProgress = prometheus.NewDesc("mcp_bridge_late_progress_total",
 		"Progress notifications that came after their request was over (answered, cancelled or timed out), dropped.", nil, nil)
+	descCancelled = prometheus.NewDesc("mcp_bridge_requests_cancelled_total",
+		"Requests cancelled on the MCP server (notifications/cancelled sent to it while they ran): a 2025 client cancelled one, a 2026-07-28 client closed a request's stream, or a call parked for a client's input was abandoned.", nil, nil)
 )
 
 func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSessions, descSessionsCreated, descSessionsEnded,
 		descChildrenSpawned, descChildrenFailed, descChildrenExited, descQueueDrops, descOversize, descUnroutable,
-		descChildrenRestarted, descChildren, descWaiting, descStreamsCut, descEventsEvicted, descTimedOut, descLateProgress} {
+		descChildrenRestarted, descChildren, descWaiting, descStreamsCut, descEventsEvicted, descTimedOut, descLateProgress, descCancelled} {
 		ch <- d
 	}
 }
@@ -412,6 +414,7 @@ func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descEventsEvicted, s.EventsEvicted.Load())
 	counter(descTimedOut, s.RequestsTimedOut.Load())
 	counter(descLateProgress, s.LateProgress.Load())
+	counter(descCancelled, s.RequestsCancelled.Load())
 	ch <- prometheus.MustNewConstMetric(descChildren, prometheus.GaugeValue, float64(c.b.Children()))
 	ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(c.b.WaitingChildren()))
 }

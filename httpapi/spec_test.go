@@ -242,6 +242,9 @@ func TestCancel(t *testing.T) {
 	if got := text(msgs[0]); got != "[2]" {
 		t.Fatalf("child saw cancellations %s, want [2] (its own id for c1)", got)
 	}
+	if n := e.b.Stats().RequestsCancelled.Load(); n != 1 {
+		t.Errorf("RequestsCancelled = %d, want 1", n)
+	}
 }
 
 // TestDisconnectIsNotCancel: a client that drops a POST stream does not
@@ -266,6 +269,9 @@ func TestDisconnectIsNotCancel(t *testing.T) {
 	_, msgs = e.call(sid, 3, "cancels", nil)
 	if got := text(msgs[len(msgs)-1]); got != "[]" {
 		t.Fatalf("the child was sent a cancellation: %s", got)
+	}
+	if n := e.b.Stats().RequestsCancelled.Load(); n != 0 {
+		t.Errorf("RequestsCancelled = %d, want 0", n)
 	}
 }
 
@@ -488,6 +494,42 @@ func (r *rawSSE) event() rawEvent {
 // or "") and the envelope.
 func modern(id int, method, params string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{%s"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, id, method, params)
+}
+
+// TestModernStreamCloseCancels: a 2026-07-28 client that closes a call's
+// SSE stream cancels the call ("Closing the SSE response stream MUST be
+// treated ... as cancellation"): the child gets notifications/cancelled
+// with its own id for the request, and RequestsCancelled counts it, the
+// one trace a cancellation leaves.
+func TestModernStreamCloseCancels(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	headers := func(method, name string) map[string]string {
+		return map[string]string{"Mcp-Method": method, "Mcp-Name": name}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	slow := strings.Replace(modern(1, "tools/call", `"name":"slow","arguments":{"ms":60000,"steps":600},`),
+		`"_meta":{`, `"_meta":{"progressToken":"p",`, 1)
+	resp := e.doCtx(ctx, req{body: slow, version: "2026-07-28", header: headers("tools/call", "slow")})
+	sr := newSSEReader(resp.Body)
+	if _, ok := sr.next(); !ok { // the first progress event: the call runs
+		t.Fatal("no progress")
+	}
+	cancel()
+	resp.Body.Close()
+	eventually(t, "the call was cancelled", func() bool { return e.b.Stats().RequestsCancelled.Load() == 1 })
+	// The same child (the client declared no capability a server may ask
+	// for: the pool's base child serves both calls), which reads its
+	// stdin in order.
+	resp = e.do(req{body: modern(2, "tools/call", `"name":"cancels","arguments":{},`), version: "2026-07-28", header: headers("tools/call", "cancels")})
+	msgs := readMessages(t, resp)
+	if len(msgs) == 0 {
+		t.Fatal("no answer to cancels")
+	}
+	var ids []json.RawMessage
+	if err := json.Unmarshal([]byte(text(msgs[len(msgs)-1])), &ids); err != nil || len(ids) != 1 || strings.Trim(string(ids[0]), "0123456789") != "" {
+		t.Errorf("the child saw cancellations %s, want one, with its own (numeric) id", text(msgs[len(msgs)-1]))
+	}
 }
 
 // TestModernOff: with the modern era off, a 2026-07-28 probe gets the
