@@ -173,7 +173,7 @@ type Stats struct {
 	InputRequired          atomic.Int64 // input_required results given (calls parked)
 	InputExpired           atomic.Int64 // parked calls whose client did not retry in time
 	InputRefused           atomic.Int64 // retries refused: bad, foreign, used or expired requestState
-	InputMissingCapability atomic.Int64 // calls ended because the child asked what the client cannot give
+	InputMissingCapability atomic.Int64 // calls that failed after the child asked what the client cannot give (-32021)
 	ParkedDrops            atomic.Int64 // notifications a parked call's child sent, dropped
 }
 

@@ -532,6 +532,49 @@ func TestModernStreamCloseCancels(t *testing.T) {
 	}
 }
 
+// TestModernMissingCapability: a legacy child asks the bridge's profile
+// (which declares every capability) for input the request's client did
+// not declare. The child is told the client cannot; the call fails with
+// -32021 naming the capability only if it then fails. A server that asks
+// on its own and carries on, as server-everything does with the roots it
+// asks for 350 ms after it is initialized, during whichever call is in
+// flight, must not fail the call: it did, on the pool's base child and
+// on a leased one alike.
+func TestModernMissingCapability(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	call := func(id int, caps, tool, args string) *http.Response {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":%s}}}`, id, tool, args, caps)
+		return e.do(req{body: body, version: "2026-07-28", header: map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": tool}})
+	}
+	for i, tc := range []struct {
+		name, caps, tool, args string
+		status                 int
+		want                   []string // in the answer
+	}{
+		{"roots asked, none declared (base child)", `{}`, "ask", `{"method":"roots/list"}`, 200, []string{`asked roots/list: error`}},
+		{"roots asked, sampling declared (leased child)", `{"sampling":{}}`, "ask", `{"method":"roots/list"}`, 200, []string{`asked roots/list: error`}},
+		{"sampling needed, none declared (base child)", `{}`, "sample", `{"prompt":"hi"}`, 400, []string{`"code":-32021`, `"data":{"requiredCapabilities":{"sampling":{}}}`}},
+		{"sampling needed, roots declared (leased child)", `{"roots":{}}`, "sample", `{"prompt":"hi"}`, 400, []string{`"code":-32021`, `"data":{"requiredCapabilities":{"sampling":{}}}`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := call(i+1, tc.caps, tc.tool, tc.args)
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.status {
+				t.Errorf("%d %s, want %d", resp.StatusCode, body, tc.status)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(string(body), want) {
+					t.Errorf("%s, want %s in it", body, want)
+				}
+			}
+		})
+	}
+	if n := e.b.Stats().InputMissingCapability.Load(); n != 2 {
+		t.Errorf("InputMissingCapability = %d, want 2", n)
+	}
+}
+
 // TestModernOff: with the modern era off, a 2026-07-28 probe gets the
 // answer of a 2025-only server, a 4xx whose code is not a 2026-07-28 one,
 // from which dual-era clients fall back to initialize.
