@@ -18,9 +18,10 @@ import (
 // (testdata/node/modernclient.mjs). It covers discovery, the lists, calls
 // with progress, a sampling, an elicitation and a roots request answered
 // through MRTR (input_required results that the SDK fulfils and retries),
-// subscriptions/listen with a resource update, and cancellation by closing
-// a call's stream, on a leased child and on the pool's base child; the
-// bridge counts both cancellations it sent the children.
+// -32021 for a client that cannot answer, subscriptions/listen with a
+// resource update, and cancellation by closing a call's stream, on a
+// leased child and on the pool's base child; the bridge counts both
+// cancellations it sent the children.
 func TestModernTypeScriptClient(t *testing.T) {
 	entry := filepath.Join(testpeers.NodeModules(t), "@modelcontextprotocol", "server-everything", "dist", "index.js")
 	node := testpeers.Node(t)
@@ -144,6 +145,11 @@ func checkModernResult(t *testing.T, res testpeers.ModernResult, scope string) {
 	}
 	if res.RootsAsked < 1 || !strings.Contains(res.Roots, "URI: file:///modernclient/root") {
 		t.Errorf("roots: asked %d times, result %q", res.RootsAsked, res.Roots)
+	}
+	// The plain client cannot answer the sampling tool's question: the
+	// call fails with -32021, naming what it lacks.
+	if res.Missing == nil || res.Missing.Code != -32021 || string(res.Missing.RequiredCapabilities) != `{"sampling":{}}` {
+		t.Errorf("sampling tool from a client without sampling: %+v, want -32021 requiring sampling", res.Missing)
 	}
 	retries := 0
 	for _, n := range res.Retries {

@@ -243,30 +243,34 @@ func parseTSResult(out []byte) (TSResult, error) {
 // TypeScript SDK v2 client pinned to MCP 2026-07-28, from the JSON line it
 // prints. The script's header says what each field holds.
 type ModernResult struct {
-	ProtocolVersion   string                `json:"protocolVersion"`
-	Era               string                `json:"era"`
-	ServerName        string                `json:"serverName"`
-	SupportedVersions []string              `json:"supportedVersions"`
-	Capabilities      []string              `json:"capabilities"`
-	SessionIDs        []string              `json:"sessionIds"`
-	Tools             []string              `json:"tools"`
-	Prompts           []string              `json:"prompts"`
-	Resources         []string              `json:"resources"`
-	Templates         []string              `json:"templates"`
-	Read              string                `json:"read"`
-	Echo              string                `json:"echo"`
-	Sum               string                `json:"sum"`
-	Progress          []float64             `json:"progress"`
-	LongRunning       string                `json:"longRunning"`
-	SampleAsked       string                `json:"sampleAsked"`
-	Sample            string                `json:"sample"`
-	ElicitAsked       string                `json:"elicitAsked"`
-	Elicit            string                `json:"elicit"`
-	RootsAsked        int                   `json:"rootsAsked"`
-	Roots             string                `json:"roots"`
-	Retries           map[string]int        `json:"retries"`
-	Wire              map[string]ModernWire `json:"wire"`
-	Listen            struct {
+	ProtocolVersion   string    `json:"protocolVersion"`
+	Era               string    `json:"era"`
+	ServerName        string    `json:"serverName"`
+	SupportedVersions []string  `json:"supportedVersions"`
+	Capabilities      []string  `json:"capabilities"`
+	SessionIDs        []string  `json:"sessionIds"`
+	Tools             []string  `json:"tools"`
+	Prompts           []string  `json:"prompts"`
+	Resources         []string  `json:"resources"`
+	Templates         []string  `json:"templates"`
+	Read              string    `json:"read"`
+	Echo              string    `json:"echo"`
+	Sum               string    `json:"sum"`
+	Progress          []float64 `json:"progress"`
+	LongRunning       string    `json:"longRunning"`
+	SampleAsked       string    `json:"sampleAsked"`
+	Sample            string    `json:"sample"`
+	ElicitAsked       string    `json:"elicitAsked"`
+	Elicit            string    `json:"elicit"`
+	RootsAsked        int       `json:"rootsAsked"`
+	Roots             string    `json:"roots"`
+	Missing           *struct {
+		Code                 int             `json:"code"`
+		RequiredCapabilities json.RawMessage `json:"requiredCapabilities"`
+	} `json:"missing"`
+	Retries map[string]int        `json:"retries"`
+	Wire    map[string]ModernWire `json:"wire"`
+	Listen  struct {
 		Honored struct {
 			ResourceSubscriptions []string `json:"resourceSubscriptions"`
 		} `json:"honored"`

@@ -17,6 +17,8 @@
 //     get-roots-list: the server's questions come back as input_required
 //     results, which the SDK fulfils through the handlers below and retries
 //     with inputResponses and requestState (MRTR), inside the one callTool;
+//     then trigger-sampling-request from the plain client (below), which
+//     must fail with -32021 (missing client capability);
 //   - opens subscriptions/listen for a resource URI, has the server send
 //     updates (toggle-subscriber-updates), and waits for one;
 //   - starts a long-running call, aborts its signal once its first progress
@@ -38,6 +40,7 @@
 //    tools, prompts, resources, templates: [names], read: text,
 //    echo, sum, progress: [the server's values], longRunning,
 //    sampleAsked, sample, elicitAsked, elicit, rootsAsked: n, roots,
+//    missing: {code, requiredCapabilities},  // the plain client's sampling call
 //    retries: {tool: n},  // POSTs that carried a requestState (MRTR retries)
 //    wire: {method: {results, resultTypes, cacheHints, cacheScopes, serverInfo}},
 //                         // what the results on the wire said of themselves
@@ -99,6 +102,7 @@ const out = {
   elicit: "",
   rootsAsked: 0,
   roots: "",
+  missing: null,
   retries: {},
   wire: {},
   listen: { honored: null, updates: [], closed: "" },
@@ -326,6 +330,16 @@ async function main() {
   );
   out.elicit = text(await step("trigger-elicitation-request", () => client.callTool({ name: "trigger-elicitation-request", arguments: {} }, opts())));
   out.roots = text(await step("get-roots-list", () => client.callTool({ name: "get-roots-list", arguments: {} }, opts())));
+
+  // The sampling tool from the plain client, which cannot answer: the
+  // server's question is refused, and the call fails with -32021 naming
+  // the capability.
+  try {
+    await plain.client.callTool({ name: "trigger-sampling-request", arguments: { prompt: "no one asks", maxTokens: 5 } }, opts());
+    out.errors.push("plain trigger-sampling-request: succeeded without sampling");
+  } catch (err) {
+    out.missing = { code: err?.code ?? null, requiredCapabilities: err?.data?.requiredCapabilities ?? null };
+  }
 
   await listen();
   await cancel("cancel", client, out.cancel);
