@@ -79,3 +79,48 @@ func TestProbeRefusal(t *testing.T) {
 		t.Errorf("a warning for an expected refusal:\n%s", logs)
 	}
 }
+
+// TestModernUnroutableRequest: a request of the child's that no single
+// call in flight can carry (here: two calls of clients without input
+// capabilities) is refused, and the refusal tells the child, and through
+// it its operator, what would carry it. In per-session and per-identity
+// modes the child that serves such clients is the pool's own: advising
+// --mode per-session there was wrong (the bridge already runs so), and no
+// mode gives a 2026-07-28 client a child of its own; declaring the
+// capability does. The shared child serves 2025 sessions too: for them
+// per-session mode still helps.
+func TestModernUnroutableRequest(t *testing.T) {
+	for _, tc := range []struct {
+		mode          string
+		want, notWant []string
+	}{
+		{ModePerSession, []string{"declare"}, []string{"--mode per-session"}},
+		{ModePerIdentity, []string{"declare"}, []string{"--mode per-session"}},
+		{ModeShared, []string{"--mode per-session", "declare"}, nil},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			ctx := safety(t)
+			b, logs := waitsBridge(t, Config{Mode: tc.mode})
+			slow := startModern(ctx, t, b, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"ms":60000,"steps":600},`+
+				strings.Replace(modernMeta, `"_meta":{`, `"_meta":{"progressToken":"p",`, 1)+`}}`)
+			if msgs, _ := next(ctx, t, slow); len(msgs) == 0 { // its first progress: the call runs
+				t.Fatal("slow: nothing")
+			}
+			ask := startModern(ctx, t, b, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask","arguments":{"method":"roots/list"},`+modernMeta+`}}`)
+			got := finalText(ctx, t, ask)
+			if !strings.HasPrefix(got, "asked roots/list: error") {
+				t.Fatalf("ask: %q, want the refusal the child got", got)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("the child was told %q, want %q in it", got, w)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(got, w) || strings.Contains(logs.String(), w) {
+					t.Errorf("the child was told %q, or the log says:\n%s\nneither may say %q", got, logs, w)
+				}
+			}
+		})
+	}
+}
