@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine with Go, Node and npm: installs
 # the pinned test peers (testdata/node/package-lock.json: the MCP
-# conformance suite, the TypeScript SDK, server-everything and a Node 22
+# conformance suite, the TypeScript SDK v1 and v2 clients, server-everything and a Node 22
 # binary for the conformance CLI, playwright-core), HAProxy, nginx and Chromium,
 # checks formatting and vet, and runs every test with the race detector.
 set -euo pipefail

@@ -166,12 +166,18 @@ type Stats struct {
 	EventsEvicted        atomic.Int64 // events aged out of sessions' logs
 	RequestsTimedOut     atomic.Int64 // requests the child did not answer in time (RequestTimeout, InitTimeout)
 	LateProgress         atomic.Int64 // progress notifications after their request was over, dropped
+	// RequestsCancelled: notifications/cancelled sent to a child for a
+	// request still in flight there, on a client's behalf: a 2025 client
+	// cancelled it, a 2026-07-28 client closed its stream, or a parked
+	// call was abandoned. The only trace of a cancellation, which has no
+	// response.
+	RequestsCancelled atomic.Int64
 
 	// The modern era's MRTR exchanges.
 	InputRequired          atomic.Int64 // input_required results given (calls parked)
 	InputExpired           atomic.Int64 // parked calls whose client did not retry in time
 	InputRefused           atomic.Int64 // retries refused: bad, foreign, used or expired requestState
-	InputMissingCapability atomic.Int64 // calls ended because the child asked what the client cannot give
+	InputMissingCapability atomic.Int64 // calls that failed after the child asked what the client cannot give (-32021)
 	ParkedDrops            atomic.Int64 // notifications a parked call's child sent, dropped
 }
 

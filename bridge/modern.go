@@ -57,6 +57,11 @@ type ModernCall struct {
 	target    string    // params.name or params.uri, for a retry's check
 	args      [32]byte  // digest of params.arguments, for a retry's check
 	keys      int       // input request keys made so far
+	// missing is the first capability the child asked for that the
+	// client did not declare (as requiredCapabilities), missingMethod the
+	// request that needed it: if the call fails, it gets -32021.
+	missing       map[string]any
+	missingMethod string
 
 	started   time.Time
 	final     bool // the final message was given
@@ -370,6 +375,14 @@ func (mc *ModernCall) translate(msgs [][]byte) ([][]byte, error) {
 				// moot, and the answer is final.
 				mc.dropRound()
 			}
+			if err := mc.missingFailure(msg, f); err != nil {
+				mc.final = true
+				if len(out) == 0 {
+					return nil, err
+				}
+				out = append(out, ErrorBody(err))
+				continue
+			}
 			if f.error.ok() {
 				var code int
 				if mc.era == eraLegacy {
@@ -395,13 +408,7 @@ func (mc *ModernCall) translate(msgs [][]byte) ([][]byte, error) {
 			out = append(out, decorateResult(msg, mc.hints))
 			mc.final = true
 		case f.id.ok(): // a request of the child's
-			if err := mc.childRequest(msg, f); err != nil {
-				mc.final = true
-				if len(out) == 0 {
-					return nil, err
-				}
-				return append(out, ErrorBody(err)), nil
-			}
+			mc.childRequest(msg, f)
 		default:
 			var method string
 			_ = unquote(f.method.of(msg), &method)

@@ -183,7 +183,7 @@ func (p *modernPool) baseUpstream() (*upstream, error) {
 		return nil, errTooManyChildren
 	}
 	u := newUpstream(b, true)
-	u.env = p.env
+	u.env, u.modernOnly = p.env, true
 	log := b.log.With("serves", "2026-07-28 clients")
 	if err := u.start(log); err != nil {
 		return nil, errCouldNotStartChild(err)

@@ -68,8 +68,9 @@ type exchange struct {
 // question for the client goes into the round being gathered; a ping is
 // answered by the bridge; anything else, or a question the client cannot
 // answer, is refused. A question that needs a capability the client did
-// not declare ends the call with -32021, returned.
-func (mc *ModernCall) childRequest(msg []byte, f fields) error {
+// not declare is refused too, and noted: if the call then fails, it
+// failed for lack of it, and gets -32021 (missingFailure).
+func (mc *ModernCall) childRequest(msg []byte, f fields) {
 	var method string
 	_ = unquote(f.method.of(msg), &method)
 	xid := bytes.Clone(f.id.of(msg))
@@ -77,30 +78,31 @@ func (mc *ModernCall) childRequest(msg []byte, f fields) error {
 	switch method {
 	case "ping":
 		mc.reply(xid, []byte(`{}`))
-		return nil
+		return
 	case "sampling/createMessage", "elicitation/create", "roots/list":
 	default:
 		mc.replyError(xid, CodeMethodNotFound, "mcp-bridge: a 2026-07-28 client cannot be sent "+method)
-		return nil
+		return
 	}
 	if !mrtrMethods[mc.method] {
 		mc.replyError(xid, CodeMethodNotFound, "mcp-bridge: the client's "+mc.method+" cannot carry "+method+" (MCP 2026-07-28 asks clients only during tools/call, prompts/get and resources/read)")
-		return nil
+		return
 	}
 	if need := mc.env.caps.missing(method, params); need != nil {
 		// "Servers MUST NOT send an inputRequests that the client has not
-		// declared support for": the child is told the client cannot,
-		// the call is cancelled, and the client learns what it lacks.
+		// declared support for": the child is told the client cannot, as
+		// a 2025 client without the capability would tell it, and the
+		// call goes on. Ending it here failed calls that needed nothing:
+		// the child was initialized with every capability (profileParams)
+		// and may ask on its own, outside any tool's work, whichever call
+		// is in flight (server-everything asks for roots 350 ms after it
+		// is initialized). A call that needed the answer fails, and its
+		// failure becomes -32021 naming what the client lacks.
 		mc.replyError(xid, CodeMethodNotFound, "mcp-bridge: the client did not declare the capability "+method+" needs")
-		if mc.round != nil {
-			mc.dropRound()
+		if mc.missing == nil {
+			mc.missing, mc.missingMethod = need, method
 		}
-		mc.cancel("the client lacks a capability the server asked for")
-		mc.cancelled = true
-		mc.b.stats.InputMissingCapability.Add(1)
-		return &Error{Kind: KindInvalid, Code: CodeMissingCapability, ID: mc.id,
-			Message: "Missing required client capability: the server asked for " + method + ", which this request's clientCapabilities do not declare",
-			Data:    map[string]any{"requiredCapabilities": need}}
+		return
 	}
 	if mc.round == nil {
 		mc.round = newRound()
@@ -116,7 +118,29 @@ func (mc *ModernCall) childRequest(msg []byte, f fields) error {
 	mc.round.requests[key] = b
 	mc.round.pending[key] = xid
 	mc.round.methods[key] = method
-	return nil
+}
+
+// missingFailure is the -32021 error that replaces the final answer msg
+// of a call whose child asked for input the client did not declare, if
+// that answer is a failure (an error, or a result with isError), nil
+// otherwise: a call that failed after its question was refused failed
+// for lack of the answer.
+func (mc *ModernCall) missingFailure(msg []byte, f fields) *Error {
+	if mc.missing == nil {
+		return nil
+	}
+	if !f.error.ok() {
+		var r struct {
+			IsError bool `json:"isError"`
+		}
+		if json.Unmarshal(f.result.of(msg), &r) != nil || !r.IsError {
+			return nil
+		}
+	}
+	mc.b.stats.InputMissingCapability.Add(1)
+	return &Error{Kind: KindInvalid, Code: CodeMissingCapability, ID: mc.id,
+		Message: "Missing required client capability: the server asked for " + mc.missingMethod + ", which this request's clientCapabilities do not declare",
+		Data:    map[string]any{"requiredCapabilities": mc.missing}}
 }
 
 // forClient is a child's question's params as a 2026-07-28 client takes
@@ -329,6 +353,7 @@ func (b *Bridge) resume(ctx context.Context, mc *ModernCall, req ModernRequest) 
 	old := ex.call
 	old.pool.done()
 	mc.pool, mc.sess, mc.st, mc.lease, mc.childID, mc.keys = old.pool, old.sess, old.st, old.lease, old.childID, ex.keys
+	mc.missing, mc.missingMethod = old.missing, old.missingMethod
 	mc.rebind(m)
 	mc.hold(false)
 	mc.started = old.started

@@ -366,6 +366,7 @@ func (s *Session) cancelLocked(m *Message) []byte {
 	s.up.settleLocked(childID)
 	s.doneLocked(c)
 	s.answerLocked(c, nil)
+	s.b.stats.RequestsCancelled.Add(1)
 	newParams := splice(p, rs, strconv.AppendInt(nil, childID, 10))
 	return splice(m.Raw, m.f.params, newParams)
 }

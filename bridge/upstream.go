@@ -35,6 +35,9 @@ type upstream struct {
 	// to: the list changes and resource updates the leased child sends go
 	// to the listens there (publish). Nil for any other child.
 	hub *upstream
+	// modernOnly: a modern pool's own base child (per-session and
+	// per-identity modes), which serves only 2026-07-28 clients.
+	modernOnly bool
 
 	mu         sync.Mutex
 	child      child // nil while a shared child restarts
@@ -394,10 +397,20 @@ func (u *upstream) sharedNotificationLocked(method string, params []byte, f fiel
 		// Sampling, elicitation or roots with no single request in flight:
 		// guessing would hand one user's question to another.
 		n := len(u.calls)
-		u.logger().Warn("the shared MCP server sent a request that cannot be attributed to one session; refused it (run the bridge with --mode per-session to serve such servers)",
-			"method", method, "requests_in_flight", n)
+		// What would carry it: for a 2025 client a session with a child
+		// of its own (per-session mode); for a 2026-07-28 client, which
+		// no mode gives a child of its own, declaring the capability
+		// (its calls then get a leased child each). A modern pool's own
+		// child serves only the latter, in a bridge that may already run
+		// in per-session mode.
+		cure := "a 2026-07-28 client that declares the capability gets a child of its own for each call"
+		if !u.modernOnly {
+			cure = "run the bridge with --mode per-session for 2025 clients; " + cure
+		}
+		u.logger().Warn("the shared MCP server sent a request that cannot be attributed to one client's request; refused it",
+			"method", method, "requests_in_flight", n, "remedy", cure)
 		reply := errorResponse(f.id.of(line), CodeInternalError,
-			fmt.Sprintf("mcp-bridge: cannot route %s: this server is shared by several sessions and %d requests are in flight, so it is ambiguous which client should answer; run the bridge with --mode per-session", method, n), nil)
+			fmt.Sprintf("mcp-bridge: cannot route %s: this server is shared by several clients and %d requests are in flight, so it is ambiguous which client should answer; %s", method, n, cure), nil)
 		if child := u.child; child != nil {
 			u.b.spawn(func() { u.write(child, [][]byte{reply}) }) // not under u.mu: a write may block
 		}
@@ -456,7 +469,10 @@ func (u *upstream) responseLocked(line []byte, f fields, owned bool) {
 			}
 			c.answered <- err
 		}
-		if f.error.ok() {
+		if f.error.ok() && !c.keep {
+			// (Whoever keeps the result judges an error too: the era
+			// probe expects a legacy server's refusal, and logs its
+			// verdict.)
 			u.logger().Warn("the MCP server refused a request of the bridge's", "error", string(f.error.of(line)))
 		}
 		return

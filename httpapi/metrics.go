@@ -410,13 +410,16 @@ var (
 		"MCP server processes leased to one 2026-07-28 call each (its client may be asked for input), parked calls' included.", nil, nil)
 	descListens = prometheus.NewDesc("mcp_bridge_listen_streams",
 		"Open 2026-07-28 subscriptions/listen streams.", nil, nil)
+
+	descCancelled = prometheus.NewDesc("mcp_bridge_requests_cancelled_total",
+		"Requests cancelled on the MCP server (notifications/cancelled sent to it while they ran): a 2025 client cancelled one, a 2026-07-28 client closed a request's stream, or a call parked for a client's input was abandoned.", nil, nil)
 )
 
 func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSessions, descSessionsCreated, descSessionsEnded,
 		descChildrenSpawned, descChildrenFailed, descChildrenExited, descQueueDrops, descOversize, descUnroutable,
 		descChildrenRestarted, descChildren, descWaiting, descStreamsCut, descEventsEvicted, descTimedOut, descLateProgress,
-		descInputRequired, descInputExpired, descInputRefused, descInputMissingCapability, descParkedDrops, descParked, descLeased, descListens} {
+		descInputRequired, descInputExpired, descInputRefused, descInputMissingCapability, descParkedDrops, descParked, descLeased, descListens, descCancelled} {
 		ch <- d
 	}
 }
@@ -453,6 +456,7 @@ func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descParked, prometheus.GaugeValue, float64(m.Parked))
 	ch <- prometheus.MustNewConstMetric(descLeased, prometheus.GaugeValue, float64(m.Leased))
 	ch <- prometheus.MustNewConstMetric(descListens, prometheus.GaugeValue, float64(m.Listens))
+	counter(descCancelled, s.RequestsCancelled.Load())
 	ch <- prometheus.MustNewConstMetric(descChildren, prometheus.GaugeValue, float64(c.b.Children()))
 	ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(c.b.WaitingChildren()))
 }

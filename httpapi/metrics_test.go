@@ -250,6 +250,7 @@ func TestMetrics(t *testing.T) {
 		exited("unresponsive"):                     0,
 		"mcp_bridge_requests_timed_out_total":      0,
 		"mcp_bridge_late_progress_total":           0,
+		"mcp_bridge_requests_cancelled_total":      0,
 		"mcp_bridge_queue_drops_total":             0,
 		"mcp_bridge_oversize_lines_total":          0,
 		"mcp_bridge_unroutable_responses_total":    0,

@@ -425,6 +425,9 @@ func TestCancel(t *testing.T) {
 	if got := text(msgs[0]); got != "[2]" {
 		t.Fatalf("child saw cancellations %s, want [2] (its own id for c1)", got)
 	}
+	if n := e.b.Stats().RequestsCancelled.Load(); n != 1 {
+		t.Errorf("RequestsCancelled = %d, want 1", n)
+	}
 }
 
 // TestDisconnectIsNotCancel: a client that drops a POST stream does not
@@ -449,6 +452,9 @@ func TestDisconnectIsNotCancel(t *testing.T) {
 	_, msgs = e.call(sid, 3, "cancels", nil)
 	if got := text(msgs[len(msgs)-1]); got != "[]" {
 		t.Fatalf("the child was sent a cancellation: %s", got)
+	}
+	if n := e.b.Stats().RequestsCancelled.Load(); n != 0 {
+		t.Errorf("RequestsCancelled = %d, want 0", n)
 	}
 }
 
@@ -671,6 +677,85 @@ func (r *rawSSE) event() rawEvent {
 // or "") and the envelope.
 func modern(id int, method, params string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{%s"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, id, method, params)
+}
+
+// TestModernStreamCloseCancels: a 2026-07-28 client that closes a call's
+// SSE stream cancels the call ("Closing the SSE response stream MUST be
+// treated ... as cancellation"): the child gets notifications/cancelled
+// with its own id for the request, and RequestsCancelled counts it, the
+// one trace a cancellation leaves.
+func TestModernStreamCloseCancels(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	headers := func(method, name string) map[string]string {
+		return map[string]string{"Mcp-Method": method, "Mcp-Name": name}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	slow := strings.Replace(modern(1, "tools/call", `"name":"slow","arguments":{"ms":60000,"steps":600},`),
+		`"_meta":{`, `"_meta":{"progressToken":"p",`, 1)
+	resp := e.doCtx(ctx, req{body: slow, version: "2026-07-28", header: headers("tools/call", "slow")})
+	sr := newSSEReader(resp.Body)
+	if _, ok := sr.next(); !ok { // the first progress event: the call runs
+		t.Fatal("no progress")
+	}
+	cancel()
+	resp.Body.Close()
+	eventually(t, "the call was cancelled", func() bool { return e.b.Stats().RequestsCancelled.Load() == 1 })
+	// The same child (the client declared no capability a server may ask
+	// for: the pool's base child serves both calls), which reads its
+	// stdin in order.
+	resp = e.do(req{body: modern(2, "tools/call", `"name":"cancels","arguments":{},`), version: "2026-07-28", header: headers("tools/call", "cancels")})
+	msgs := readMessages(t, resp)
+	if len(msgs) == 0 {
+		t.Fatal("no answer to cancels")
+	}
+	var ids []json.RawMessage
+	if err := json.Unmarshal([]byte(text(msgs[len(msgs)-1])), &ids); err != nil || len(ids) != 1 || strings.Trim(string(ids[0]), "0123456789") != "" {
+		t.Errorf("the child saw cancellations %s, want one, with its own (numeric) id", text(msgs[len(msgs)-1]))
+	}
+}
+
+// TestModernMissingCapability: a legacy child asks the bridge's profile
+// (which declares every capability) for input the request's client did
+// not declare. The child is told the client cannot; the call fails with
+// -32021 naming the capability only if it then fails. A server that asks
+// on its own and carries on, as server-everything does with the roots it
+// asks for 350 ms after it is initialized, during whichever call is in
+// flight, must not fail the call: it did, on the pool's base child and
+// on a leased one alike.
+func TestModernMissingCapability(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	call := func(id int, caps, tool, args string) *http.Response {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":%s}}}`, id, tool, args, caps)
+		return e.do(req{body: body, version: "2026-07-28", header: map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": tool}})
+	}
+	for i, tc := range []struct {
+		name, caps, tool, args string
+		status                 int
+		want                   []string // in the answer
+	}{
+		{"roots asked, none declared (base child)", `{}`, "ask", `{"method":"roots/list"}`, 200, []string{`asked roots/list: error`}},
+		{"roots asked, sampling declared (leased child)", `{"sampling":{}}`, "ask", `{"method":"roots/list"}`, 200, []string{`asked roots/list: error`}},
+		{"sampling needed, none declared (base child)", `{}`, "sample", `{"prompt":"hi"}`, 400, []string{`"code":-32021`, `"data":{"requiredCapabilities":{"sampling":{}}}`}},
+		{"sampling needed, roots declared (leased child)", `{"roots":{}}`, "sample", `{"prompt":"hi"}`, 400, []string{`"code":-32021`, `"data":{"requiredCapabilities":{"sampling":{}}}`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := call(i+1, tc.caps, tc.tool, tc.args)
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.status {
+				t.Errorf("%d %s, want %d", resp.StatusCode, body, tc.status)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(string(body), want) {
+					t.Errorf("%s, want %s in it", body, want)
+				}
+			}
+		})
+	}
+	if n := e.b.Stats().InputMissingCapability.Load(); n != 2 {
+		t.Errorf("InputMissingCapability = %d, want 2", n)
+	}
 }
 
 // TestModernOff: with the modern era off, a 2026-07-28 probe gets the

@@ -1,7 +1,8 @@
 // Package testpeers finds and starts the real peers that mcp-bridge's tests
 // talk to: Go programs under testdata (such as the misbehaving stdio child
 // testdata/badchild) and the pinned Node tree in testdata/node, including the
-// TypeScript SDK client script tsclient.mjs.
+// TypeScript SDK client scripts tsclient.mjs (2025 revisions) and
+// modernclient.mjs (2026-07-28).
 //
 // It is an ordinary package, not a _test.go file, so that the tests of several
 // packages can share it. It uses only the standard library.
@@ -236,4 +237,96 @@ func parseTSResult(out []byte) (TSResult, error) {
 		return TSResult{}, fmt.Errorf("parse output line %q: %w", last, err)
 	}
 	return res, nil
+}
+
+// ModernResult is what testdata/node/modernclient.mjs observed: the
+// TypeScript SDK v2 client pinned to MCP 2026-07-28, from the JSON line it
+// prints. The script's header says what each field holds.
+type ModernResult struct {
+	ProtocolVersion   string    `json:"protocolVersion"`
+	Era               string    `json:"era"`
+	ServerName        string    `json:"serverName"`
+	SupportedVersions []string  `json:"supportedVersions"`
+	Capabilities      []string  `json:"capabilities"`
+	SessionIDs        []string  `json:"sessionIds"`
+	Tools             []string  `json:"tools"`
+	Prompts           []string  `json:"prompts"`
+	Resources         []string  `json:"resources"`
+	Templates         []string  `json:"templates"`
+	Read              string    `json:"read"`
+	Echo              string    `json:"echo"`
+	Sum               string    `json:"sum"`
+	Progress          []float64 `json:"progress"`
+	LongRunning       string    `json:"longRunning"`
+	SampleAsked       string    `json:"sampleAsked"`
+	Sample            string    `json:"sample"`
+	ElicitAsked       string    `json:"elicitAsked"`
+	Elicit            string    `json:"elicit"`
+	RootsAsked        int       `json:"rootsAsked"`
+	Roots             string    `json:"roots"`
+	Missing           *struct {
+		Code                 int             `json:"code"`
+		RequiredCapabilities json.RawMessage `json:"requiredCapabilities"`
+	} `json:"missing"`
+	Retries map[string]int        `json:"retries"`
+	Wire    map[string]ModernWire `json:"wire"`
+	Listen  struct {
+		Honored struct {
+			ResourceSubscriptions []string `json:"resourceSubscriptions"`
+		} `json:"honored"`
+		Updates []struct {
+			URI            string          `json:"uri"`
+			SubscriptionID json.RawMessage `json:"subscriptionId"`
+		} `json:"updates"`
+		Closed string `json:"closed"`
+	} `json:"listen"`
+	Cancel      ModernCancel `json:"cancel"`
+	CancelPlain ModernCancel `json:"cancelPlain"`
+	Posts       int          `json:"posts"`
+	Errors      []string     `json:"errors"`
+}
+
+// ModernWire is what the results of one method said of themselves on the
+// wire.
+type ModernWire struct {
+	Results     int      `json:"results"`
+	ResultTypes []string `json:"resultTypes"`
+	CacheHints  int      `json:"cacheHints"` // results with ttlMs and cacheScope
+	CacheScopes []string `json:"cacheScopes"`
+	ServerInfo  int      `json:"serverInfo"` // results with _meta serverInfo
+}
+
+// ModernCancel is one cancelled call of modernclient.mjs: the progress it
+// saw first, the error the aborted call ended with, and the answer to the
+// call after it.
+type ModernCancel struct {
+	Progress []float64 `json:"progress"`
+	Error    string    `json:"error"`
+	After    string    `json:"after"`
+}
+
+// RunModernClient runs modernclient.mjs against url with the machine's
+// node, env added to its environment (MODERNCLIENT_TOKEN=...), and returns
+// what it saw. It fails the test, with the script's output, if the script
+// exits non-zero or its output does not parse.
+func RunModernClient(t testing.TB, url string, env []string) ModernResult {
+	t.Helper()
+	node, modules := Node(t), NodeModules(t)
+	if _, err := os.Stat(filepath.Join(modules, "@modelcontextprotocol", "client", "package.json")); err != nil {
+		t.Fatalf("testpeers: the TypeScript SDK v2 client is not installed: run `npm ci --prefix testdata/node`: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), tsClientTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join(filepath.Dir(modules), "modernclient.mjs"), url)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 5 * time.Second // see TSClient.Run
+	err := cmd.Run()
+	lines := bytes.Split(bytes.TrimSpace(stdout.Bytes()), []byte("\n"))
+	var res ModernResult
+	if perr := json.Unmarshal(lines[len(lines)-1], &res); perr != nil || err != nil {
+		t.Fatalf("modernclient %s: %v (output: %v)\nstderr:\n%s\nstdout:\n%s", url, err, perr, stderr.Bytes(), stdout.Bytes())
+	}
+	return res
 }

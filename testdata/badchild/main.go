@@ -28,6 +28,10 @@
 //	slow {ms, steps}           sends progress (if _meta.progressToken) and log notifications
 //	                           per step over ms in total, then answers "slow done"
 //	sample {prompt}            sends sampling/createMessage to the client, answers the sampled text
+//	                           (a JSON-RPC error if the client answered one)
+//	ask {method}               sends the client a request of method (no params), answers
+//	                           "asked METHOD: result JSON" or "asked METHOD: error JSON": a
+//	                           server that carries on whatever the answer
 //	notify {method, params}    writes that notification, then answers "ok"
 //	flood {count, bytes}       writes count notifications/progress (with _meta.progressToken,
 //	                           a message of bytes 'x') as fast as it can, then answers "flood done"
@@ -374,6 +378,8 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 		s.slow(m.ID, p.Meta.ProgressToken, a.MS, a.Steps, done)
 	case "sample":
 		s.sample(m.ID, a.Prompt)
+	case "ask":
+		s.ask(m.ID, a.Method)
 	case "notify":
 		n := map[string]any{"jsonrpc": "2.0", "method": a.Method}
 		if len(a.Params) > 0 {
@@ -557,20 +563,11 @@ func (s *server) flood(id, progressToken json.RawMessage, count, n int) {
 }
 
 func (s *server) sample(id json.RawMessage, prompt string) {
-	reqID, _ := json.Marshal(fmt.Sprintf("s-%d", s.nextID.Add(1)))
-	ch := make(chan message, 1)
-	s.stateMu.Lock()
-	s.pending[idKey(reqID)] = ch
-	s.stateMu.Unlock()
-	s.writeJSON(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(reqID), "method": "sampling/createMessage",
-		"params": map[string]any{
-			"messages":  []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": prompt}}},
-			"maxTokens": 10,
-		}})
-	var resp message
-	select {
-	case resp = <-ch:
-	case <-s.stdinDone:
+	resp, ok := s.request("sampling/createMessage", map[string]any{
+		"messages":  []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": prompt}}},
+		"maxTokens": 10,
+	})
+	if !ok {
 		s.respondError(id, -32603, "stdin closed while waiting for sampling response")
 		return
 	}
@@ -588,6 +585,44 @@ func (s *server) sample(id json.RawMessage, prompt string) {
 		return
 	}
 	s.respond(id, textResult(r.Content.Text), false)
+}
+
+// ask sends the client a request of method without params and answers
+// what came back, result or error, as a successful text: a server that
+// carries on whatever the client says (as server-everything does with the
+// roots it asks for on its own).
+func (s *server) ask(id json.RawMessage, method string) {
+	resp, ok := s.request(method, nil)
+	if !ok {
+		s.respondError(id, -32603, "stdin closed while waiting for the answer to "+method)
+		return
+	}
+	if len(resp.Error) > 0 {
+		s.respond(id, textResult("asked "+method+": error "+string(resp.Error)), false)
+		return
+	}
+	s.respond(id, textResult("asked "+method+": result "+string(resp.Result)), false)
+}
+
+// request sends the client a request and waits for its answer; false if
+// stdin ended first.
+func (s *server) request(method string, params any) (message, bool) {
+	reqID, _ := json.Marshal(fmt.Sprintf("s-%d", s.nextID.Add(1)))
+	ch := make(chan message, 1)
+	s.stateMu.Lock()
+	s.pending[idKey(reqID)] = ch
+	s.stateMu.Unlock()
+	req := map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(reqID), "method": method}
+	if params != nil {
+		req["params"] = params
+	}
+	s.writeJSON(req)
+	select {
+	case resp := <-ch:
+		return resp, true
+	case <-s.stdinDone:
+		return message{}, false
+	}
 }
 
 // writeBig streams the text so tens of MiB never sit in memory twice.
@@ -685,6 +720,7 @@ func toolList() []any {
 		{"fork", "Starts a grandchild (or a daemon); answers its pid.", obj("setsid", "boolean", "ignore_term", "boolean", "daemon", "boolean")},
 		{"slow", "Sends progress and log notifications over ms milliseconds.", obj("ms", "integer", "steps", "integer")},
 		{"sample", "Asks the client for sampling/createMessage; answers its text.", obj("prompt", "string")},
+		{"ask", "Sends the client a request of the given method; answers what came back, even an error.", obj("method", "string")},
 		{"notify", "Sends the given notification, then answers ok.", obj("method", "string", "params", "object")},
 		{"flood", "Sends count progress notifications of the given size as fast as it can.", obj("count", "integer", "bytes", "integer")},
 		{"env", "Answers the child's environment.", obj()},

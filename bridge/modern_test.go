@@ -1,0 +1,126 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// modernMeta is the _meta of a 2026-07-28 request from a client that
+// declares no capability.
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+// startModern serves body, a 2026-07-28 request, with the headers that
+// mirror it; the call is closed when the test ends.
+func startModern(ctx context.Context, t *testing.T, b *Bridge, body string) *ModernCall {
+	t.Helper()
+	msgs, _, err := ParseBody([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := msgs[0]
+	h := ModernHeaders{Version: ModernVersion, HasVersion: true, Method: m.Method, HasMethod: true}
+	if raw := m.Param("name"); raw != nil {
+		h.HasName = json.Unmarshal(raw, &h.Name) == nil
+	}
+	mc, err := b.Modern(ctx, ModernRequest{Message: m, Headers: h})
+	if err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	t.Cleanup(mc.Close)
+	return mc
+}
+
+// next is what the call gives the client next, and whether it is the end.
+func next(ctx context.Context, t *testing.T, mc *ModernCall) ([][]byte, bool) {
+	t.Helper()
+	msgs, final, err := mc.Next(ctx, nil)
+	if err != nil {
+		t.Fatalf("%v: %v", mc, err)
+	}
+	return msgs, final
+}
+
+// finalText is the text of the call's final answer, a tools/call result.
+func finalText(ctx context.Context, t *testing.T, mc *ModernCall) string {
+	t.Helper()
+	for {
+		msgs, final := next(ctx, t, mc)
+		if !final {
+			continue
+		}
+		var r struct {
+			Result struct {
+				Content []struct{ Text string } `json:"content"`
+			} `json:"result"`
+		}
+		if len(msgs) == 0 || json.Unmarshal(msgs[len(msgs)-1], &r) != nil || len(r.Result.Content) == 0 {
+			t.Fatalf("%v: final answer %q", mc, msgs)
+		}
+		return r.Result.Content[0].Text
+	}
+}
+
+// TestProbeRefusal: a legacy child refuses the era probe (server/discover);
+// that is how the bridge learns it is legacy, logged as such, not warned
+// of as a refused request of the bridge's.
+func TestProbeRefusal(t *testing.T) {
+	ctx := safety(t)
+	b, logs := peerBridge(t, processPeer, Config{})
+	mc := startModern(ctx, t, b, `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+modernMeta+`}}`)
+	if msgs, final := next(ctx, t, mc); !final || len(msgs) != 1 || !strings.Contains(string(msgs[0]), `"supportedVersions":["2026-07-28"]`) {
+		t.Fatalf("discover: %q", msgs)
+	}
+	if !strings.Contains(logs.String(), `msg="probed the MCP server's protocol era with server/discover" era="legacy`) {
+		t.Errorf("the probe's verdict not logged:\n%s", logs)
+	}
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("a warning for an expected refusal:\n%s", logs)
+	}
+}
+
+// TestModernUnroutableRequest: a request of the child's that no single
+// call in flight can carry (here: two calls of clients without input
+// capabilities) is refused, and the refusal tells the child, and through
+// it its operator, what would carry it. In per-session and per-identity
+// modes the child that serves such clients is the pool's own: advising
+// --mode per-session there was wrong (the bridge already runs so), and no
+// mode gives a 2026-07-28 client a child of its own; declaring the
+// capability does. The shared child serves 2025 sessions too: for them
+// per-session mode still helps.
+func TestModernUnroutableRequest(t *testing.T) {
+	for _, tc := range []struct {
+		mode          string
+		want, notWant []string
+	}{
+		{ModePerSession, []string{"declare"}, []string{"--mode per-session"}},
+		{ModePerIdentity, []string{"declare"}, []string{"--mode per-session"}},
+		{ModeShared, []string{"--mode per-session", "declare"}, nil},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			ctx := safety(t)
+			b, logs := peerBridge(t, processPeer, Config{Mode: tc.mode})
+			slow := startModern(ctx, t, b, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"ms":60000,"steps":600},`+
+				strings.Replace(modernMeta, `"_meta":{`, `"_meta":{"progressToken":"p",`, 1)+`}}`)
+			if msgs, _ := next(ctx, t, slow); len(msgs) == 0 { // its first progress: the call runs
+				t.Fatal("slow: nothing")
+			}
+			ask := startModern(ctx, t, b, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask","arguments":{"method":"roots/list"},`+modernMeta+`}}`)
+			got := finalText(ctx, t, ask)
+			if !strings.HasPrefix(got, "asked roots/list: error") {
+				t.Fatalf("ask: %q, want the refusal the child got", got)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("the child was told %q, want %q in it", got, w)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(got, w) || strings.Contains(logs.String(), w) {
+					t.Errorf("the child was told %q, or the log says:\n%s\nneither may say %q", got, logs, w)
+				}
+			}
+		})
+	}
+}
