@@ -3,6 +3,8 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -122,5 +124,38 @@ func TestModernUnroutableRequest(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestIdleLeaseAsks: a leased child that asks its client something while
+// no call runs on it (as server-everything asks for roots after it is
+// initialized; the badchild asks right after its first answer) is told at
+// once that no client can answer, rather than left to wait out its own
+// timeout.
+func TestIdleLeaseAsks(t *testing.T) {
+	ctx := safety(t)
+	b, logs := peerBridge(t, processPeer, Config{}, "-ask-when-idle", "roots/list")
+	roots := strings.Replace(modernMeta, `clientCapabilities":{}`, `clientCapabilities":{"roots":{}}`, 1)
+	// A client that may be asked for roots: its calls run on the leased
+	// child, which asks once the first is answered.
+	call := func(id int) string {
+		mc := startModern(ctx, t, b, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"asked_when_idle","arguments":{},%s}}`, id, roots))
+		defer mc.Close()
+		return finalText(ctx, t, mc)
+	}
+	if got := call(1); got != "" {
+		t.Fatalf("before it asked: %q", got)
+	}
+	until(t, "the bridge refused the idle child's question", func() bool {
+		return regexp.MustCompile(`no client can answer; refused it".* method=roots/list why="no request of a client is in flight`).MatchString(logs.String())
+	})
+	// What its question got, once the child has it.
+	for id := 2; ; id++ {
+		if got := call(id); got != "" {
+			if !strings.Contains(got, "no request of a client is in flight") {
+				t.Fatalf("the child's own question got %q, want the bridge's refusal", got)
+			}
+			return
+		}
 	}
 }

@@ -365,13 +365,36 @@ func (u *upstream) fromChild(line []byte, owned bool) {
 		return
 	}
 	if !u.shared {
+		taken := false
 		for s := range u.sessions {
+			if s.modern {
+				continue // it takes only what relates to its own request
+			}
 			s.touchLocked()
 			s.deliverLocked(msg)
+			taken = true
+		}
+		if isRequest && !taken {
+			// A leased child asking while no call runs on it (on its own,
+			// like server-everything's roots/list after initialize): no
+			// client can answer, and it is told so now, not left to its
+			// own timeout.
+			u.refuseLocked(f.id.of(line), method, "no request of a client is in flight on this server process, so no client can answer it")
 		}
 		return
 	}
 	u.sharedNotificationLocked(method, params, f, line, msg, isRequest)
+}
+
+// refuseLocked answers the child's request id (of method) with an error
+// saying why no client answers it. The write is not done under u.mu: it
+// may block. Called with u.mu held.
+func (u *upstream) refuseLocked(id []byte, method, why string) {
+	u.logger().Info("the MCP server asked its client something that no client can answer; refused it", "method", method, "why", why)
+	reply := errorResponse(id, CodeInternalError, "mcp-bridge: cannot route "+method+": "+why, nil)
+	if child := u.child; child != nil {
+		u.b.spawn(func() { u.write(child, [][]byte{reply}) })
+	}
 }
 
 // droppedProgressLocked accounts for a progress notification that goes

@@ -110,6 +110,14 @@ type server struct {
 	calls     sync.WaitGroup
 
 	neverInit bool // -never-init
+	// askWhenIdle (-ask-when-idle) is a request the server sends its
+	// client on its own, as server-everything asks for roots after it is
+	// initialized: right after its first answer to a tools/call, so no
+	// request of the client's is in flight; askedWhenIdle is the answer,
+	// for the asked_when_idle tool.
+	askWhenIdle   string
+	askOnce       sync.Once
+	askedWhenIdle string
 }
 
 func main() {
@@ -124,6 +132,7 @@ func main() {
 	exitFirst := flag.String("exit-first", "", "if this file does not exist, create it and exit 3 on the first line read")
 	exitAtStart := flag.Bool("exit-at-start", false, "exit 3 at once")
 	neverInit := flag.Bool("never-init", false, "never answer initialize")
+	askWhenIdle := flag.String("ask-when-idle", "", "send the client a request of this method on its own, right after the first tools/call is answered")
 	flag.Parse()
 
 	if *exitFirst != "" {
@@ -148,11 +157,12 @@ func main() {
 		fmt.Fprintf(os.Stderr, "stderr at start line %d\n", i)
 	}
 	s := &server{
-		out:       bufio.NewWriterSize(os.Stdout, 64<<10),
-		pending:   map[string]chan message{},
-		inflight:  map[string]chan struct{}{},
-		stdinDone: make(chan struct{}),
-		neverInit: *neverInit,
+		out:         bufio.NewWriterSize(os.Stdout, 64<<10),
+		pending:     map[string]chan message{},
+		inflight:    map[string]chan struct{}{},
+		stdinDone:   make(chan struct{}),
+		neverInit:   *neverInit,
+		askWhenIdle: *askWhenIdle,
 	}
 	if *banner {
 		s.writeLine([]byte("badchild: starting up (this line is not JSON)"))
@@ -380,6 +390,29 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 		s.sample(m.ID, a.Prompt)
 	case "ask":
 		s.ask(m.ID, a.Method)
+	case "asked_when_idle":
+		s.stateMu.Lock()
+		answer := s.askedWhenIdle
+		s.stateMu.Unlock()
+		s.respond(m.ID, textResult(answer), false)
+		if s.askWhenIdle != "" {
+			// Written after the answer: the client's call is over when the
+			// question arrives.
+			s.askOnce.Do(func() {
+				go func() {
+					resp, ok := s.request(s.askWhenIdle, nil)
+					answer := "result " + string(resp.Result)
+					if len(resp.Error) > 0 {
+						answer = "error " + string(resp.Error)
+					}
+					if ok {
+						s.stateMu.Lock()
+						s.askedWhenIdle = answer
+						s.stateMu.Unlock()
+					}
+				}()
+			})
+		}
 	case "notify":
 		n := map[string]any{"jsonrpc": "2.0", "method": a.Method}
 		if len(a.Params) > 0 {
@@ -721,6 +754,7 @@ func toolList() []any {
 		{"slow", "Sends progress and log notifications over ms milliseconds.", obj("ms", "integer", "steps", "integer")},
 		{"sample", "Asks the client for sampling/createMessage; answers its text.", obj("prompt", "string")},
 		{"ask", "Sends the client a request of the given method; answers what came back, even an error.", obj("method", "string")},
+		{"asked_when_idle", "Answers what came back for the -ask-when-idle request (\"\" while nothing has), then sends it the first time.", obj()},
 		{"notify", "Sends the given notification, then answers ok.", obj("method", "string", "params", "object")},
 		{"flood", "Sends count progress notifications of the given size as fast as it can.", obj("count", "integer", "bytes", "integer")},
 		{"env", "Answers the child's environment.", obj()},
