@@ -12,8 +12,11 @@ import (
 
 // Which child serves a modern request. Modern clients have no session, so
 // the children that serve them are the bridge's own, in a pool per
-// partition: one for the whole server, or one per principal in
-// per-identity mode (with that principal's --claim-env variables).
+// partition: in shared and stateless mode one for the whole server, whose
+// base is the shared child; in per-session and per-identity mode one per
+// principal, whose children run with that principal's --claim-env
+// variables, so that no principal's request runs in a process that
+// another principal's did, as the operator chose for 2025 sessions.
 //
 //   - The pool's base child takes what needs no client input: discovery,
 //     lists, completion, listens, and the calls of clients that declared no
@@ -98,10 +101,10 @@ type idleLease struct {
 // modernPool returns the pool that serves owner's modern requests.
 func (b *Bridge) modernPool(owner Owner, env []string) *modernPool {
 	key := ""
-	if b.cfg.Mode == ModePerIdentity {
+	if b.cfg.Mode != ModeShared && !b.cfg.Stateless {
 		key = owner.Key
 	} else {
-		env = nil // only a per-identity child carries its owner's claims
+		env = nil // the shared child carries nobody's claims
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

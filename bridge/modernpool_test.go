@@ -34,58 +34,69 @@ func modernEcho(t *testing.T, b *Bridge, owner string, caps string) string {
 
 // TestLeases: a call from a client that may be asked for input runs on a
 // child leased to it; the child is kept warm for the same principal's
-// next call, never given to another principal's; when --max-children is
-// reached, the warm child idle longest makes room; the janitor reclaims
-// warm children nobody used for --idle-timeout.
+// next call, never given to another principal's (in per-session mode each
+// principal has a pool of its own, base child included); when
+// --max-children is reached, the warm child idle longest makes room; the
+// janitor reclaims warm children nobody used for --idle-timeout, and a
+// pool's base once the pool has had no call for as long.
 func TestLeases(t *testing.T) {
-	b := logBridge(t, Config{MaxChildren: 2, IdleTimeout: time.Hour})
+	b := logBridge(t, Config{MaxChildren: 3, IdleTimeout: time.Hour})
 	const input = `{"sampling":{}}`
 	if got := modernEcho(t, b, "alice", input); !strings.Contains(got, `"hi"`) {
 		t.Fatalf("alice's call: %s", got)
 	}
-	// The base child (initialized for the pool) and alice's lease.
+	// alice's pool: its base child (initialized for it) and her lease.
 	if n := b.Children(); n != 2 {
-		t.Fatalf("%d children, want the base and alice's lease", n)
+		t.Fatalf("%d children, want alice's base and her lease", n)
 	}
-	b.mu.Lock()
-	p := b.pools[""]
-	b.mu.Unlock()
+	pool := func(owner string) *modernPool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.pools[owner]
+	}
 	warm := func(owner string) int {
+		p := pool(owner)
+		if p == nil {
+			return 0
+		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		return len(p.idle[owner])
 	}
+	alice := pool("alice")
 	if warm("alice") != 1 {
 		t.Fatalf("alice's lease is not kept warm")
 	}
-	p.mu.Lock()
-	alicesLease := p.idle["alice"][0].u
-	p.mu.Unlock()
+	alice.mu.Lock()
+	alicesLease := alice.idle["alice"][0].u
+	alice.mu.Unlock()
 	// alice again: her warm child, no new process.
 	modernEcho(t, b, "alice", input)
-	p.mu.Lock()
-	again := p.idle["alice"][0].u
-	p.mu.Unlock()
+	alice.mu.Lock()
+	again := alice.idle["alice"][0].u
+	alice.mu.Unlock()
 	if again != alicesLease || b.Stats().ChildrenSpawned.Load() != 2 {
 		t.Errorf("alice's second call did not reuse her warm child (%d started)", b.Stats().ChildrenSpawned.Load())
 	}
-	// bob: at --max-children, alice's idle child makes room for his.
+	// bob: a pool of his own; its base takes the third process, and at
+	// --max-children alice's idle child makes room for his lease.
 	if got := modernEcho(t, b, "bob", input); !strings.Contains(got, `"hi"`) {
 		t.Fatalf("bob's call: %s", got)
 	}
 	if warm("alice") != 0 || warm("bob") != 1 {
 		t.Errorf("warm children: alice %d, bob %d; want 0 and 1", warm("alice"), warm("bob"))
 	}
-	// A client that cannot be asked anything runs on the base child.
+	// A client that cannot be asked anything runs on its pool's base.
 	spawned := b.Stats().ChildrenSpawned.Load()
-	modernEcho(t, b, "carol", `{}`)
+	modernEcho(t, b, "bob", `{}`)
 	if b.Stats().ChildrenSpawned.Load() != spawned {
 		t.Error("a call of a client without input capabilities started a child")
 	}
-	// The janitor's reclaim: bob's warm child goes once idle long enough.
-	stop := p.reclaim(b.cfg.Now().Add(2*time.Hour), time.Hour)
+	// The janitor's reclaim: bob's warm child and his idle pool's base go
+	// once idle long enough.
+	stop := pool("bob").reclaim(b.cfg.Now().Add(2*time.Hour), time.Hour)
 	if len(stop) != 2 || warm("bob") != 0 {
-		t.Errorf("reclaim took %d children, want bob's warm one and the idle base", len(stop))
+		t.Errorf("reclaim took %d children, want bob's warm one and his pool's base", len(stop))
 	}
 	for _, u := range stop {
 		u.stop(context.Background())

@@ -311,8 +311,8 @@ func TestConfigValidation(t *testing.T) {
 			if name == "" || name == "-" {
 				continue
 			}
-			if !regexp.MustCompile(`(?m)^\s+-` + regexp.QuoteMeta(name) + `\b`).MatchString(out) {
-				t.Errorf("--help does not list -%s", name)
+			if !regexp.MustCompile(`(?m)^\s+--` + regexp.QuoteMeta(name) + `\b`).MatchString(out) {
+				t.Errorf("--help does not list --%s", name)
 			}
 			if v := envPrefix + f.Tag.Get("env"); !strings.Contains(out, v) {
 				t.Errorf("--help does not name %s", v)

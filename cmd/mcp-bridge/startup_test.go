@@ -284,6 +284,8 @@ func TestFlagErrorsShowNoValue(t *testing.T) {
 		"admin":             {value: secret},
 		"metrics-token-env": {value: secret, want: nameHint},
 		"containment":       {value: secret},
+		"child-protocol":    {value: secret},
+		"replica-id":        {value: "bad." + secret},
 	}
 	var tests []refusal
 	ct := reflect.TypeFor[Config]()

@@ -155,7 +155,7 @@ func TestWebTenancyInBrowser(t *testing.T) {
 		t.Helper()
 		client := mcp.NewClient(&mcp.Implementation{Name: "tenancy-test", Version: "1"}, nil)
 		hc := &http.Client{Transport: bearerTransport{tokens[principal], http.DefaultTransport}}
-		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1}, nil)
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}) // a session, for the page to show
 		if err != nil {
 			t.Fatal(err)
 		}

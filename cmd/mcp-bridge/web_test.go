@@ -49,7 +49,7 @@ func TestWebPageInBrowser(t *testing.T) {
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "web-test", Version: "1"}, nil)
 	hc := &http.Client{Transport: bearerTransport{token, http.DefaultTransport}}
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.URL, HTTPClient: hc, MaxRetries: -1}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.URL, HTTPClient: hc, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}) // a session, for the page to show
 	if err != nil {
 		t.Fatal(err)
 	}
