@@ -6,7 +6,8 @@ package main
 // of @modelcontextprotocol/server-everything, a 2025-only stdio server, the
 // bridge translates: discovery, decorated results, MRTR for the child's
 // sampling, elicitation and roots requests, subscriptions/listen, and
-// cancellation by closing the stream.
+// cancellation by closing the stream. In front of the built-in demo, which
+// speaks 2026-07-28 itself, requests pass through.
 
 import (
 	"context"
@@ -404,4 +405,87 @@ func waitLoggedN(t *testing.T, p *bridgeProc, rx *regexp.Regexp, n int) {
 		case <-tick.C:
 		}
 	}
+}
+
+// TestModernGoClientDemo: go-sdk, unpinned, against the bridge in front
+// of its built-in demo, which speaks 2026-07-28 itself: the bridge finds
+// that out with its probe and passes requests through, MRTR and listens
+// included, in each mode.
+func TestModernGoClientDemo(t *testing.T) {
+	for _, mode := range []string{"per-session", "shared", "per-identity"} {
+		t.Run(mode, func(t *testing.T) {
+			p := startBridge(t, nil, "--mode", mode)
+			checkModernDemo(t, p)
+		})
+	}
+}
+
+func checkModernDemo(t *testing.T, p *bridgeProc) {
+	ctx, cancel := context.WithTimeout(t.Context(), e2eTimeout)
+	defer cancel()
+	c := connectModern(ctx, t, p.URL, "", true)
+	c.checkHandshake(t, "mcp-bridge-demo")
+
+	t.Run("progress", func(t *testing.T) {
+		params := &mcp.CallToolParams{Name: "test_tool_with_progress"}
+		params.SetProgressToken("demo-1")
+		c.callText(ctx, t, params)
+		c.wantProgress(ctx, t, "demo-1", 3, 100, 100)
+	})
+
+	for _, tc := range []struct {
+		tool, want string
+		rounds     int
+	}{
+		{"test_input_required_result_elicitation", "Hello, Ada Lovelace!", 1},
+		{"test_input_required_result_sampling", "Sampling response: " + sampled("What is the capital of France?"), 1},
+		{"test_input_required_result_list_roots", "Client exposed 1 root(s): " + modernRoot, 1},
+		{"test_input_required_result_multi_round", "Multi-round complete: Ada Lovelace likes teal", 2},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			if got := c.callText(ctx, t, &mcp.CallToolParams{Name: tc.tool}); got != tc.want {
+				t.Errorf("%s = %q, want %q", tc.tool, got, tc.want)
+			}
+			if ir, retries, _ := c.mrtrRounds(t, tc.tool); ir != tc.rounds || retries != tc.rounds {
+				t.Errorf("%d input_required results, %d retries; want %d of each", ir, retries, tc.rounds)
+			}
+		})
+	}
+
+	t.Run("logging", func(t *testing.T) {
+		// Without a logLevel the request gets no log message on its
+		// stream; with one, it does.
+		c.callText(ctx, t, &mcp.CallToolParams{Name: "test_logging_tool"})
+		for _, ex := range c.wire.all() {
+			if strings.Contains(string(ex.request), `"test_logging_tool"`) {
+				for _, raw := range ex.responseData() {
+					if strings.Contains(string(raw), `"notifications/message"`) {
+						t.Errorf("a log message for a request that asked for none: %s", raw)
+					}
+				}
+			}
+		}
+		c.callText(ctx, t, &mcp.CallToolParams{Name: "test_logging_tool", Meta: mcp.Meta{mcp.MetaKeyLogLevel: "info"}})
+		if got := receive(ctx, t, c.logs, "log message"); got.Data != "test_logging_tool executed" {
+			t.Errorf("log %+v", got)
+		}
+	})
+
+	t.Run("listen tool change", func(t *testing.T) {
+		c.waitAcknowledged(ctx, t, "toolsListChanged")
+		c.callText(ctx, t, &mcp.CallToolParams{Name: "test_trigger_tool_change"})
+		receive(ctx, t, c.toolsChanged, "tools/list_changed")
+	})
+
+	t.Run("listen resource updates", func(t *testing.T) {
+		const uri = "test://watched-resource"
+		if err := c.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			t.Fatal(err)
+		}
+		c.waitAcknowledged(ctx, t, uri)
+		c.callText(ctx, t, &mcp.CallToolParams{Name: "touch_resource"})
+		if got := receive(ctx, t, c.updated, "resource update"); got != uri {
+			t.Errorf("updated %q, want %q", got, uri)
+		}
+	})
 }
