@@ -365,6 +365,21 @@ func (u *upstream) fromChild(line []byte, owned bool) {
 		}
 		return
 	}
+	if isRequest && u.hub != nil {
+		// A leased child's request while no call of a client is in
+		// flight (server-everything asks roots/list 350 ms after
+		// initialized, whenever that is): nobody can answer it, and
+		// unanswered it would stay pending in the child (the TypeScript
+		// SDK's request timer even keeps the process alive past stdin's
+		// end). An error, as a shared child gets, lets it go on.
+		u.logger().Info("a leased MCP server sent a request between calls; refused it", "method", method)
+		reply := errorResponse(f.id.of(line), CodeInternalError,
+			"mcp-bridge: cannot route "+method+": no request of a client is in flight on this process", nil)
+		if child := u.child; child != nil {
+			go u.write(child, [][]byte{reply})
+		}
+		return
+	}
 	if !u.shared {
 		for s := range u.sessions {
 			s.touchLocked()

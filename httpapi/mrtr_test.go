@@ -11,6 +11,7 @@ package httpapi_test
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -271,5 +272,26 @@ func TestRequestStateRace(t *testing.T) {
 		if answered != 1 || refused != 1 {
 			t.Fatalf("round %d: %d answered, %d refused; want one of each", i, answered, refused)
 		}
+	}
+}
+
+// TestLeaseAskedBetweenCalls: a leased child that asks its client
+// something after its call was answered (server-everything's roots/list,
+// 350 ms after initialized) is told at once that nobody can answer,
+// rather than left waiting.
+func TestLeaseAskedBetweenCalls(t *testing.T) {
+	for _, m := range []mode{perSession, shared, perIdentity} {
+		t.Run(m.name, func(t *testing.T) {
+			logs := &syncBuffer{}
+			e := modeEnv(t, m, bridge.Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+			r := modernRequest{id: 1, method: "tools/call", caps: map[string]any{"roots": map[string]any{}},
+				params: map[string]any{"name": "ask_after", "arguments": map[string]any{"method": "roots/list"}}}
+			if got := e.modernText(r); got != "ok" {
+				t.Fatalf("ask_after = %q", got)
+			}
+			waitFor(t, func() bool {
+				return strings.Contains(logs.String(), `badchild: roots/list after the answer got error`)
+			})
+		})
 	}
 }

@@ -41,6 +41,9 @@
 //	                           until cancelled (notifications/cancelled) or stdin ends
 //	close_stdout {}            writes "badchild: closing stdout" to stderr, closes stdout and
 //	                           keeps running (reading stdin) without answering
+//	ask_after {method}         answers "ok", then sends the client a request of method with
+//	                           empty params (roots/list, say) and writes what came back to stderr:
+//	                           "badchild: <method> after the answer got <result or error>"
 //	progress_after {}          answers "ok", then sends a progress notification for the request
 //	                           (if _meta.progressToken): progress after the answer
 //	stop_reading {}            answers "ok", then never reads stdin again and keeps running
@@ -102,6 +105,7 @@ type server struct {
 	lifecycle []string
 
 	nextID    atomic.Int64
+	echoes    atomic.Int64  // echo calls answered
 	stdinDone chan struct{} // closed at stdin EOF: nobody will answer us any more
 	calls     sync.WaitGroup
 
@@ -406,6 +410,9 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 		s.out.Flush()
 		os.Stdout.Close()
 		s.mu.Unlock()
+	case "ask_after":
+		s.respond(m.ID, textResult("ok"), false)
+		s.askAfter(a.Method)
 	case "progress_after":
 		s.respond(m.ID, textResult("ok"), false)
 		if len(p.Meta.ProgressToken) > 0 {
@@ -587,6 +594,27 @@ func (s *server) sample(id json.RawMessage, prompt string) {
 	s.respond(id, textResult(r.Content.Text), false)
 }
 
+// askAfter sends the client a request of method, as a server does that
+// asks on its own schedule rather than for a request, and reports the
+// outcome on stderr.
+func (s *server) askAfter(method string) {
+	reqID, _ := json.Marshal(fmt.Sprintf("a-%d", s.nextID.Add(1)))
+	ch := make(chan message, 1)
+	s.stateMu.Lock()
+	s.pending[idKey(reqID)] = ch
+	s.stateMu.Unlock()
+	s.writeJSON(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(reqID), "method": method, "params": map[string]any{}})
+	select {
+	case resp := <-ch:
+		got := "result " + string(resp.Result)
+		if len(resp.Error) > 0 {
+			got = "error " + string(resp.Error)
+		}
+		fmt.Fprintf(os.Stderr, "badchild: %s after the answer got %s\n", method, got)
+	case <-s.stdinDone:
+	}
+}
+
 // writeBig streams the text so tens of MiB never sit in memory twice.
 func (s *server) writeBig(id json.RawMessage, n int, idFirst bool) {
 	chunk := bytes.Repeat([]byte("x"), 64<<10)
@@ -691,6 +719,7 @@ func toolList() []any {
 		{"lifecycle", "Answers the initialize requests and initialized notifications received, in order.", obj()},
 		{"hang", "Never answers; waits until cancelled.", obj()},
 		{"close_stdout", "Closes stdout and keeps running without answering.", obj()},
+		{"ask_after", "Answers ok, then asks the client method; writes what came back to stderr.", obj("method", "string")},
 		{"progress_after", "Answers ok, then sends progress for the request.", obj()},
 		{"stop_reading", "Answers ok, then never reads stdin again (and keeps running).", obj()},
 	}
