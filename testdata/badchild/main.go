@@ -13,6 +13,7 @@
 // Tools (arguments in params.arguments):
 //
 //	echo {message}             answers message, with "id" as the LAST key (as the TypeScript SDK does)
+//	echo_count {}              answers how many echo calls it has answered
 //	big {bytes, id_first}      answers a text of that many 'x', streamed; id first or last
 //	garbage {lines}            writes that many non-JSON lines and a blank line, then answers
 //	stderr_flood {lines}       writes that many lines to stderr, then answers "done"
@@ -344,7 +345,10 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 	}
 	switch p.Name {
 	case "echo":
+		s.echoes.Add(1)
 		s.respond(m.ID, textResult(a.Message), true)
+	case "echo_count":
+		s.respond(m.ID, textResult(strconv.FormatInt(s.echoes.Load(), 10)), false)
 	case "big":
 		s.writeBig(m.ID, a.Bytes, a.IDFirst)
 	case "garbage":
@@ -702,6 +706,7 @@ func toolList() []any {
 		schema     map[string]any
 	}{
 		{"echo", "Echoes message; the response has its id last.", obj("message", "string")},
+		{"echo_count", "Answers how many echo calls it has answered.", obj()},
 		{"big", "Answers a text of the given number of bytes.", obj("bytes", "integer", "id_first", "boolean")},
 		{"garbage", "Writes non-JSON lines to stdout before answering.", obj("lines", "integer")},
 		{"stderr_flood", "Writes numbered lines to stderr before answering.", obj("lines", "integer")},
