@@ -292,7 +292,7 @@ func (mc *ModernCall) Next(ctx context.Context, timeout <-chan time.Time) ([][]b
 			gather = time.NewTimer(time.Until(mc.gatherEnd))
 			wait = gather.C
 		}
-		err := mc.st.wait(ctx, wait)
+		fired, err := mc.st.waitFired(ctx, wait)
 		if gather != nil {
 			gather.Stop()
 		}
@@ -323,12 +323,11 @@ func (mc *ModernCall) Next(ctx context.Context, timeout <-chan time.Time) ([][]b
 		if len(out) > 0 || mc.final {
 			return out, mc.final, nil
 		}
-		if mc.round == nil && timeout != nil {
-			select {
-			case <-timeout:
-				return nil, false, nil
-			default:
-			}
+		if mc.round == nil && fired {
+			// The caller's timeout (wait is timeout without a round),
+			// with nothing to give: the transport sends a keep-alive, or
+			// in auto mode starts its SSE stream.
+			return nil, false, nil
 		}
 	}
 }

@@ -110,7 +110,11 @@ func (mc *ModernCall) childRequest(msg []byte, f fields) {
 	}
 	mc.keys++
 	key := map[string]string{"sampling/createMessage": "s", "elicitation/create": "e", "roots/list": "r"}[method] + strconv.Itoa(mc.keys)
-	req := map[string]json.RawMessage{"method": json.RawMessage(strconv.Quote(method))}
+	// params is never left out, though the schema lets a roots/list go
+	// without (server-everything's does): go-sdk v1.8.0 fails to decode
+	// an input request that has none ("unexpected end of JSON input"), and
+	// {} means the same to every client.
+	req := map[string]json.RawMessage{"method": json.RawMessage(strconv.Quote(method)), "params": json.RawMessage(`{}`)}
 	if params != nil {
 		req["params"] = forClient(method, params)
 	}

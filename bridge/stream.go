@@ -259,19 +259,27 @@ func (st *Stream) setCut(cut func()) {
 // ends (its error is returned) or timeout fires (then it returns nil with
 // nothing to take). A nil timeout never fires.
 func (st *Stream) wait(ctx context.Context, timeout <-chan time.Time) error {
+	_, err := st.waitFired(ctx, timeout)
+	return err
+}
+
+// waitFired is wait that also reports whether it was timeout that ended
+// it: wait takes the timer's one value, so a caller that must tell a
+// timeout from messages it then drops cannot read the channel after it.
+func (st *Stream) waitFired(ctx context.Context, timeout <-chan time.Time) (bool, error) {
 	for {
 		st.mu.Lock()
 		ready := len(st.msgs) > 0 || st.final
 		st.mu.Unlock()
 		if ready || st.unread() {
-			return nil
+			return false, nil
 		}
 		select {
 		case <-st.wake:
 		case <-timeout:
-			return nil
+			return true, nil
 		case <-ctx.Done():
-			return ctx.Err()
+			return false, ctx.Err()
 		}
 	}
 }

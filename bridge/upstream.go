@@ -342,6 +342,13 @@ func (u *upstream) fromChild(line []byte, owned bool) {
 		if c.sess == nil {
 			continue // the bridge's own request (a ping, a subscription)
 		}
+		if c.method == "subscriptions/listen" {
+			// A modern child's listen, open for as long as its client
+			// stays: it takes "never progress or logs", nor any request,
+			// so it must not make the call beside it ambiguous (go-sdk
+			// clients keep one open from Connect on).
+			continue
+		}
 		if only != nil {
 			only = nil
 			break

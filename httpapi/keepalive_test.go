@@ -26,6 +26,16 @@ func TestKeepAlive(t *testing.T) {
 			return e.do(req{sid: sid, accept: "text/event-stream",
 				body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"ms":60000,"steps":1}}}`})
 		}},
+		// 2026-07-28: a listen, and a request's stream, both quiet.
+		{"2026-07-28 listen", func(t *testing.T) *http.Response {
+			return e.do(modernRequest{id: 1, method: "subscriptions/listen",
+				params: map[string]any{"notifications": map[string]any{"toolsListChanged": true}}}.req())
+		}},
+		{"2026-07-28 stream of a slow call", func(t *testing.T) *http.Response {
+			r := modernRequest{id: 1, method: "tools/call", params: map[string]any{"name": "slow", "arguments": map[string]any{"ms": 60000, "steps": 1}}}.req()
+			r.accept = "text/event-stream"
+			return e.do(r)
+		}},
 		{"legacy stream before initialize", func(t *testing.T) *http.Response {
 			return openLegacy(t, e.client, e.srv.URL+"/sse", nil).resp
 		}},

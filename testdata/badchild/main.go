@@ -13,6 +13,7 @@
 // Tools (arguments in params.arguments):
 //
 //	echo {message}             answers message, with "id" as the LAST key (as the TypeScript SDK does)
+//	echo_count {}              answers how many echo calls it has answered
 //	big {bytes, id_first}      answers a text of that many 'x', streamed; id first or last
 //	garbage {lines}            writes that many non-JSON lines and a blank line, then answers
 //	stderr_flood {lines}       writes that many lines to stderr, then answers "done"
@@ -45,6 +46,9 @@
 //	                           until cancelled (notifications/cancelled) or stdin ends
 //	close_stdout {}            writes "badchild: closing stdout" to stderr, closes stdout and
 //	                           keeps running (reading stdin) without answering
+//	ask_after {method}         answers "ok", then sends the client a request of method with
+//	                           empty params (roots/list, say) and writes what came back to stderr:
+//	                           "badchild: <method> after the answer got <result or error>"
 //	progress_after {}          answers "ok", then sends a progress notification for the request
 //	                           (if _meta.progressToken): progress after the answer
 //	stop_reading {}            answers "ok", then never reads stdin again and keeps running
@@ -106,6 +110,7 @@ type server struct {
 	lifecycle []string
 
 	nextID    atomic.Int64
+	echoes    atomic.Int64  // echo calls answered
 	stdinDone chan struct{} // closed at stdin EOF: nobody will answer us any more
 	calls     sync.WaitGroup
 
@@ -357,7 +362,10 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 	}
 	switch p.Name {
 	case "echo":
+		s.echoes.Add(1)
 		s.respond(m.ID, textResult(a.Message), true)
+	case "echo_count":
+		s.respond(m.ID, textResult(strconv.FormatInt(s.echoes.Load(), 10)), false)
 	case "big":
 		s.writeBig(m.ID, a.Bytes, a.IDFirst)
 	case "garbage":
@@ -448,6 +456,9 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 		s.out.Flush()
 		os.Stdout.Close()
 		s.mu.Unlock()
+	case "ask_after":
+		s.respond(m.ID, textResult("ok"), false)
+		s.askAfter(a.Method)
 	case "progress_after":
 		s.respond(m.ID, textResult("ok"), false)
 		if len(p.Meta.ProgressToken) > 0 {
@@ -637,6 +648,21 @@ func (s *server) ask(id json.RawMessage, method string) {
 	s.respond(id, textResult("asked "+method+": result "+string(resp.Result)), false)
 }
 
+// askAfter sends the client a request of method, as a server does that
+// asks on its own schedule rather than for a request, and reports the
+// outcome on stderr.
+func (s *server) askAfter(method string) {
+	resp, ok := s.request(method, map[string]any{})
+	if !ok {
+		return
+	}
+	got := "result " + string(resp.Result)
+	if len(resp.Error) > 0 {
+		got = "error " + string(resp.Error)
+	}
+	fmt.Fprintf(os.Stderr, "badchild: %s after the answer got %s\n", method, got)
+}
+
 // request sends the client a request and waits for its answer; false if
 // stdin ended first.
 func (s *server) request(method string, params any) (message, bool) {
@@ -745,6 +771,7 @@ func toolList() []any {
 		schema     map[string]any
 	}{
 		{"echo", "Echoes message; the response has its id last.", obj("message", "string")},
+		{"echo_count", "Answers how many echo calls it has answered.", obj()},
 		{"big", "Answers a text of the given number of bytes.", obj("bytes", "integer", "id_first", "boolean")},
 		{"garbage", "Writes non-JSON lines to stdout before answering.", obj("lines", "integer")},
 		{"stderr_flood", "Writes numbered lines to stderr before answering.", obj("lines", "integer")},
@@ -764,6 +791,7 @@ func toolList() []any {
 		{"lifecycle", "Answers the initialize requests and initialized notifications received, in order.", obj()},
 		{"hang", "Never answers; waits until cancelled.", obj()},
 		{"close_stdout", "Closes stdout and keeps running without answering.", obj()},
+		{"ask_after", "Answers ok, then asks the client method; writes what came back to stderr.", obj("method", "string")},
 		{"progress_after", "Answers ok, then sends progress for the request.", obj()},
 		{"stop_reading", "Answers ok, then never reads stdin again (and keeps running).", obj()},
 	}
