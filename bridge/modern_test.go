@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -157,5 +158,46 @@ func TestIdleLeaseAsks(t *testing.T) {
 			}
 			return
 		}
+	}
+}
+
+// TestLeaseChangesReachListens: a list change a leased child announces
+// while it serves a call reaches the listens of its pool; what it says on
+// its own as it starts (server-everything announces its lists once
+// initialized) does not, as it is no news.
+func TestLeaseChangesReachListens(t *testing.T) {
+	ctx := safety(t)
+	b, _ := peerBridge(t, processPeer, Config{}, "-notify-at-init", "notifications/tools/list_changed")
+	// The base child announces at start too: a call first, whose answer
+	// comes after that announcement, so the listen opens after it.
+	finalText(ctx, t, startModern(ctx, t, b, `{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"echo","arguments":{"message":"m"},`+modernMeta+`}}`))
+	listen := startModern(ctx, t, b, `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"resourceSubscriptions":["test://m"]},`+modernMeta+`}}`)
+	methods := func(msgs [][]byte) (out []string) {
+		for _, m := range msgs {
+			var v struct{ Method string }
+			_ = json.Unmarshal(m, &v)
+			out = append(out, v.Method)
+		}
+		return out
+	}
+	var got []string
+	if msgs, _ := next(ctx, t, listen); len(msgs) > 0 {
+		got = append(got, methods(msgs)...)
+	}
+	sampling := strings.Replace(modernMeta, `clientCapabilities":{}`, `clientCapabilities":{"sampling":{}}`, 1)
+	// On a leased child (it announced tools at start): a change in a call.
+	finalText(ctx, t, startModern(ctx, t, b, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"notify","arguments":{"method":"notifications/tools/list_changed"},`+sampling+`}}`))
+	// On the base, after it: an update, the marker of the end.
+	finalText(ctx, t, startModern(ctx, t, b, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"notify","arguments":{"method":"notifications/resources/updated","params":{"uri":"test://m"}},`+modernMeta+`}}`))
+	for !slices.Contains(got, "notifications/resources/updated") {
+		msgs, final := next(ctx, t, listen)
+		if final {
+			t.Fatalf("the listen ended: %q", got)
+		}
+		got = append(got, methods(msgs)...)
+	}
+	want := []string{"notifications/subscriptions/acknowledged", "notifications/tools/list_changed", "notifications/resources/updated"}
+	if !slices.Equal(got, want) {
+		t.Errorf("the listen got %q, want %q", got, want)
 	}
 }

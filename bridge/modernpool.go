@@ -412,6 +412,13 @@ func (b *Bridge) initLease(ctx context.Context, u *upstream) error {
 		return ErrClosing
 	}
 	u.write(child, [][]byte{[]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)})
+	// A ping's answer comes after whatever the child says as it starts
+	// (server-everything announces its lists once initialized): the
+	// bridge reads its lines in order, so by then that has been seen,
+	// while no call was in flight, and was not taken for news of one.
+	if err := u.ping(min(probeTimeout, max(b.cfg.InitTimeout, time.Second))); err != nil {
+		u.logger().Debug("a leased MCP server did not answer the ping after initialize", "err", err)
+	}
 	return nil
 }
 

@@ -289,8 +289,16 @@ func (u *upstream) fromChild(line []byte, owned bool) {
 		_ = unquote(f.method.of(line), &method)
 		if u.hub != nil && !f.id.ok() && changeNotification(method) {
 			// A leased child's list change or resource update: for the
-			// listens of its pool, not for the call it serves.
-			u.hub.publish(method, f.params.of(line), bytes.Clone(line))
+			// listens of its pool, not for the call it serves; and only
+			// while it serves one, which can have changed something. What
+			// it says on its own (server-everything announces its lists as
+			// it starts) is not news to anyone.
+			u.mu.Lock()
+			busy := u.clientCallsLocked() > 0
+			u.mu.Unlock()
+			if busy {
+				u.hub.publish(method, f.params.of(line), bytes.Clone(line))
+			}
 			return
 		}
 	}
@@ -1143,4 +1151,16 @@ func (u *upstream) rearmLocked(id int64, c *call) {
 	if d := u.b.cfg.RequestTimeout; d > 0 && c.timer == nil {
 		c.timer = time.AfterFunc(d, func() { u.expire(id, c, d) })
 	}
+}
+
+// clientCallsLocked is the number of requests of clients in flight (the
+// bridge's own not counted). Called with mu held.
+func (u *upstream) clientCallsLocked() int {
+	n := 0
+	for _, c := range u.calls {
+		if c.sess != nil {
+			n++
+		}
+	}
+	return n
 }

@@ -121,6 +121,7 @@ type server struct {
 	// request of the client's is in flight; askedWhenIdle is the answer,
 	// for the asked_when_idle tool.
 	askWhenIdle   string
+	notifyAtInit  string // -notify-at-init
 	askOnce       sync.Once
 	askedWhenIdle string
 }
@@ -137,6 +138,7 @@ func main() {
 	exitFirst := flag.String("exit-first", "", "if this file does not exist, create it and exit 3 on the first line read")
 	exitAtStart := flag.Bool("exit-at-start", false, "exit 3 at once")
 	neverInit := flag.Bool("never-init", false, "never answer initialize")
+	notifyAtInit := flag.String("notify-at-init", "", "send this notification once initialized, as a server that announces its lists as it starts")
 	askWhenIdle := flag.String("ask-when-idle", "", "send the client a request of this method on its own, right after the first tools/call is answered")
 	flag.Parse()
 
@@ -162,12 +164,13 @@ func main() {
 		fmt.Fprintf(os.Stderr, "stderr at start line %d\n", i)
 	}
 	s := &server{
-		out:         bufio.NewWriterSize(os.Stdout, 64<<10),
-		pending:     map[string]chan message{},
-		inflight:    map[string]chan struct{}{},
-		stdinDone:   make(chan struct{}),
-		neverInit:   *neverInit,
-		askWhenIdle: *askWhenIdle,
+		out:          bufio.NewWriterSize(os.Stdout, 64<<10),
+		pending:      map[string]chan message{},
+		inflight:     map[string]chan struct{}{},
+		stdinDone:    make(chan struct{}),
+		neverInit:    *neverInit,
+		askWhenIdle:  *askWhenIdle,
+		notifyAtInit: *notifyAtInit,
 	}
 	if *banner {
 		s.writeLine([]byte("badchild: starting up (this line is not JSON)"))
@@ -290,6 +293,9 @@ func (s *server) handleNotification(m message) {
 		s.stateMu.Lock()
 		s.lifecycle = append(s.lifecycle, m.Method)
 		s.stateMu.Unlock()
+		if s.notifyAtInit != "" {
+			s.writeJSON(map[string]any{"jsonrpc": "2.0", "method": s.notifyAtInit})
+		}
 		return
 	}
 	if m.Method != "notifications/cancelled" {
