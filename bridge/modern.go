@@ -167,7 +167,9 @@ func (b *Bridge) Modern(ctx context.Context, req ModernRequest) (*ModernCall, er
 			}
 		}
 	default:
-		mc.noteTarget(m)
+		// No note of the target for a retry: a client that declared no
+		// capability a server may ask it to use is never asked (the child
+		// is told -32021), so its call is never parked.
 		err = mc.start(u, m)
 	}
 	if err != nil {

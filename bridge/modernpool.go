@@ -473,27 +473,29 @@ func (u *upstream) markModern() {
 
 // capability reports whether the child serves the capability: from its
 // InitializeResult (legacy) or the probe's DiscoverResult (modern).
+// It runs on every modern request, so it scans the result in place rather
+// than decoding it.
 func (u *upstream) capability(name string) bool {
+	if name == "" {
+		return true
+	}
 	u.mu.Lock()
 	res := u.initResult
 	if u.modern {
 		res = u.discovered
 	}
 	u.mu.Unlock()
-	if name == "" {
-		return true
-	}
 	if res == nil {
 		return true // unknown: the child answers for itself
 	}
-	var r struct {
-		Capabilities map[string]json.RawMessage `json:"capabilities"`
+	caps := member(res, "capabilities").of(res)
+	switch {
+	case caps == nil || string(caps) == "null":
+		return false
+	case caps[0] != '{':
+		return true // malformed: the child answers for itself
 	}
-	if json.Unmarshal(res, &r) != nil {
-		return true
-	}
-	_, ok := r.Capabilities[name]
-	return ok
+	return member(caps, name).ok()
 }
 
 // String names the pool in logs.
