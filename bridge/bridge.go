@@ -549,6 +549,13 @@ func (b *Bridge) joinShared(ctx context.Context, s *Session, u *upstream, msg Me
 // died or timed out), the session ends (ended; nil for none), the client
 // leaves (ctx), the bridge shuts down, or InitTimeout runs out.
 func (b *Bridge) waitInit(ctx context.Context, g *initGate, ended <-chan struct{}) *Error {
+	// Decided already, as for every modern request after the first: no
+	// timer to make.
+	select {
+	case <-g.done:
+		return g.err
+	default:
+	}
 	var deadline <-chan time.Time
 	if d := b.cfg.InitTimeout; d > 0 {
 		t := time.NewTimer(d)

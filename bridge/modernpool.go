@@ -282,6 +282,9 @@ func (b *Bridge) probe(ctx context.Context, u *upstream) (childEra, error) {
 		}
 		if json.Unmarshal(c.result, &r) == nil && slices.ContainsFunc(r.SupportedVersions, servedModern) {
 			era = eraModern
+			u.mu.Lock()
+			u.discovered = c.result // what it can do (capability)
+			u.mu.Unlock()
 		}
 	}
 	b.log.Info("probed the MCP server's protocol era with server/discover", "era", eraName(era), "answer_error", errString(err))
@@ -544,27 +547,29 @@ func (u *upstream) markModern() {
 
 // capability reports whether the child serves the capability: from its
 // InitializeResult (legacy) or the probe's DiscoverResult (modern).
+// It runs on every modern request, so it scans the result in place rather
+// than decoding it.
 func (u *upstream) capability(name string) bool {
+	if name == "" {
+		return true
+	}
 	u.mu.Lock()
 	res := u.initResult
 	if u.modern {
 		res = u.discovered
 	}
 	u.mu.Unlock()
-	if name == "" {
-		return true
-	}
 	if res == nil {
 		return true // unknown: the child answers for itself
 	}
-	var r struct {
-		Capabilities map[string]json.RawMessage `json:"capabilities"`
+	caps := member(res, "capabilities").of(res)
+	switch {
+	case caps == nil || string(caps) == "null":
+		return false
+	case caps[0] != '{':
+		return true // malformed: the child answers for itself
 	}
-	if json.Unmarshal(res, &r) != nil {
-		return true
-	}
-	_, ok := r.Capabilities[name]
-	return ok
+	return member(caps, name).ok()
 }
 
 // String names the pool in logs.

@@ -21,7 +21,9 @@ import (
 // BenchmarkPost is one tools/call through the whole handler (the
 // middleware, the POST pipeline, the bridge and a real echo child) with
 // and without the audit log and a tool policy, answered as JSON (auto
-// mode) or as an SSE stream. Besides ns/op and allocs/op it reports
+// mode) or as an SSE stream, in a 2025 session or as a 2026-07-28 request
+// standing alone (modern: the bridge initializes the child itself and
+// checks, translates and decorates each call). Besides ns/op and allocs/op it reports
 // cpu-ns/op: the CPU time of this process (the bridge's side; the child is
 // another process) per call, from getrusage.
 //
@@ -36,10 +38,13 @@ func BenchmarkPost(b *testing.B) {
 		name   string
 		accept string
 		opts   httpapi.Options
+		modern bool
 	}{
-		{"plain/json", "application/json, text/event-stream", httpapi.Options{}},
-		{"audit+policy/json", "application/json, text/event-stream", httpapi.Options{Audit: io.Discard, ToolPolicy: auth.NewToolPolicy([]auth.ToolRule{rule})}},
-		{"audit+policy/sse", "text/event-stream", httpapi.Options{Audit: io.Discard, ToolPolicy: auth.NewToolPolicy([]auth.ToolRule{rule})}},
+		{"plain/json", "application/json, text/event-stream", httpapi.Options{}, false},
+		{"audit+policy/json", "application/json, text/event-stream", httpapi.Options{Audit: io.Discard, ToolPolicy: auth.NewToolPolicy([]auth.ToolRule{rule})}, false},
+		{"audit+policy/sse", "text/event-stream", httpapi.Options{Audit: io.Discard, ToolPolicy: auth.NewToolPolicy([]auth.ToolRule{rule})}, false},
+		{"modern/json", "application/json, text/event-stream", httpapi.Options{}, true},
+		{"modern+audit+policy/json", "application/json, text/event-stream", httpapi.Options{Audit: io.Discard, ToolPolicy: auth.NewToolPolicy([]auth.ToolRule{rule})}, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			log := slog.New(slog.DiscardHandler)
@@ -62,7 +67,12 @@ func BenchmarkPost(b *testing.B) {
 				r := httptest.NewRequest(http.MethodPost, httpapi.DefaultPath, strings.NewReader(body))
 				r.Header.Set("Content-Type", "application/json")
 				r.Header.Set("Accept", accept)
-				if sid != "" {
+				switch {
+				case bc.modern:
+					r.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+					r.Header.Set("Mcp-Method", "tools/call")
+					r.Header.Set("Mcp-Name", "echo")
+				case sid != "":
 					r.Header.Set("Mcp-Session-Id", sid)
 					r.Header.Set("Mcp-Protocol-Version", "2025-06-18")
 				}
@@ -70,17 +80,26 @@ func BenchmarkPost(b *testing.B) {
 				h.ServeHTTP(w, r)
 				return w
 			}
-			w := post("", bc.accept, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
-			sid := w.Header().Get("Mcp-Session-Id")
-			if w.Code != 200 || sid == "" {
-				b.Fatalf("initialize: %d %s", w.Code, w.Body)
-			}
-			if w := post(sid, bc.accept, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); w.Code != 202 {
-				b.Fatalf("initialized: %d", w.Code)
+			var sid, meta string
+			if bc.modern {
+				meta = `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+				// The first call starts and initializes the child: outside the timer.
+				if w := post("", bc.accept, `{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"echo","arguments":{"message":"m"}`+meta+`}}`); w.Code != 200 {
+					b.Fatalf("first call: %d %s", w.Code, w.Body)
+				}
+			} else {
+				w := post("", bc.accept, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+				sid = w.Header().Get("Mcp-Session-Id")
+				if w.Code != 200 || sid == "" {
+					b.Fatalf("initialize: %d %s", w.Code, w.Body)
+				}
+				if w := post(sid, bc.accept, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); w.Code != 202 {
+					b.Fatalf("initialized: %d", w.Code)
+				}
 			}
 			bodies := make([]string, 64)
 			for i := range bodies {
-				bodies[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"message":"m%d"}}}`, i+1, i)
+				bodies[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"message":"m%d"}%s}}`, i+1, i, meta)
 			}
 			b.ReportAllocs()
 			cpu0 := cpuNanos()

@@ -22,6 +22,16 @@ import (
 // clientProtocol is the revision the load tool asks for in initialize.
 const clientProtocol = "2025-11-25"
 
+// modernProtocol is the revision of the modern era: no initialize and no
+// session, every request standing alone.
+const modernProtocol = "2026-07-28"
+
+// Eras the load tool drives a target in (-era).
+const (
+	era2025   = "2025"         // sessions: initialize, then calls on Mcp-Session-Id
+	eraModern = modernProtocol // stateless: each call carries its own _meta
+)
+
 // Accept header values selected by -accept. The spec: "The client MUST
 // include an Accept header, listing both application/json and
 // text/event-stream as supported content types"; json and sse exist to
@@ -210,6 +220,7 @@ type rpcResponse struct {
 	Method string          `json:"method"` // set on server requests and notifications
 	Result *struct {
 		ProtocolVersion string `json:"protocolVersion"`
+		ResultType      string `json:"resultType"` // 2026-07-28's, "complete" for a final result
 		Content         []struct {
 			Type string `json:"type"`
 			Text string `json:"text"`
@@ -272,6 +283,20 @@ func (r *rpcResponse) checkEcho(id, msg []byte) error {
 	return nil
 }
 
+// checkModernEcho verifies r is the echo tool's answer to msg in the
+// modern era, whose spec says every result carries a resultType: a final
+// one is "complete" (anything else, like "input_required", would mean the
+// call is not over).
+func (r *rpcResponse) checkModernEcho(id, msg []byte) error {
+	if err := r.checkEcho(id, msg); err != nil {
+		return err
+	}
+	if r.Result.ResultType != "complete" {
+		return fmt.Errorf("id %s: resultType %q, want \"complete\"", id, r.Result.ResultType)
+	}
+	return nil
+}
+
 // appendEchoCall appends a tools/call request for the echo tool. msg must
 // need no JSON escaping, which runWorker's messages never do.
 func appendEchoCall(dst []byte, id int64, msg []byte) []byte {
@@ -280,6 +305,19 @@ func appendEchoCall(dst []byte, id int64, msg []byte) []byte {
 	dst = append(dst, `,"method":"tools/call","params":{"name":"echo","arguments":{"message":"`...)
 	dst = append(dst, msg...)
 	return append(dst, `"}}}`...)
+}
+
+// appendModernEchoCall appends a 2026-07-28 tools/call request for the echo
+// tool: the version and capabilities a 2025 client declares once in
+// initialize ride on every request, in params._meta. msg as for
+// appendEchoCall.
+func appendModernEchoCall(dst []byte, id int64, msg []byte) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = strconv.AppendInt(dst, id, 10)
+	dst = append(dst, `,"method":"tools/call","params":{"name":"echo","arguments":{"message":"`...)
+	dst = append(dst, msg...)
+	return append(dst, `"},"_meta":{"io.modelcontextprotocol/protocolVersion":"`+modernProtocol+
+		`","io.modelcontextprotocol/clientCapabilities":{}}}}`...)
 }
 
 const (
@@ -342,6 +380,8 @@ type httpConn struct {
 	// workers sharing a session.
 	slot, stride int64
 	n            int64
+	// modern says each call is a 2026-07-28 request standing alone.
+	modern bool
 
 	id   []byte
 	buf  bytes.Buffer // response body, or the data of one SSE event
@@ -372,6 +412,21 @@ func (c *httpConn) setSession(id, protocol string) {
 		h["Mcp-Protocol-Version"] = []string{protocol}
 	}
 	c.header = h
+}
+
+// setModern makes c a 2026-07-28 client: no session, and on every request
+// the headers that the spec says mirror the body ("MCP-Protocol-Version",
+// "Mcp-Method", and "Mcp-Name" for tools/call), which a server checks
+// against it.
+func (c *httpConn) setModern() {
+	c.header = http.Header{
+		"Accept":               c.t.accept,
+		"Content-Type":         {"application/json"},
+		"Mcp-Protocol-Version": {modernProtocol},
+		"Mcp-Method":           {"tools/call"},
+		"Mcp-Name":             {"echo"},
+	}
+	c.modern = true
 }
 
 // initialize opens a session: initialize, then notifications/initialized.
@@ -426,6 +481,13 @@ func (c *httpConn) call(ctx context.Context, msg []byte) error {
 	c.id = strconv.AppendInt(c.id[:0], id, 10)
 	// A fresh body per call: the transport may read a request body after
 	// RoundTrip returns, so reusing one buffer would race.
+	if c.modern {
+		body := appendModernEchoCall(make([]byte, 0, 224+len(msg)), id, msg)
+		if _, err := c.post(ctx, body, c.id); err != nil {
+			return err
+		}
+		return c.resp.checkModernEcho(c.id, msg)
+	}
 	body := appendEchoCall(make([]byte, 0, 96+len(msg)), id, msg)
 	if _, err := c.post(ctx, body, c.id); err != nil {
 		return err
@@ -620,4 +682,27 @@ func (h *httpChurner) call(ctx context.Context, msg []byte) error {
 		err = errors.Join(err, h.c.terminate(ctx))
 	}
 	return err
+}
+
+// ---- modern HTTP endpoint (target or HTTP floor) ----
+
+// modernEndpoint runs load against a Streamable HTTP endpoint as
+// 2026-07-28 clients. They open nothing: a "session" of the load tool is
+// then a client, whose workers each POST calls that stand alone. It has no
+// churner, as there is no session to open and close.
+type modernEndpoint struct {
+	t *httpTarget
+}
+
+// open returns conc callers for each of n clients. Nothing goes on the
+// wire: the first call is the first the server hears of a client.
+func (e *modernEndpoint) open(_ context.Context, n, conc int) (*sessionSet, error) {
+	set := &sessionSet{close: func() error { return nil }}
+	for range n * conc {
+		c := newHTTPConn(e.t)
+		c.setModern()
+		c.slot = 1 // ids from 1, as a client starting afresh would
+		set.callers = append(set.callers, c)
+	}
+	return set, nil
 }

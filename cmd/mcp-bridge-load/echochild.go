@@ -53,7 +53,8 @@ type rpcRequest struct {
 
 // Constant response pieces, written once so the hot path only appends.
 const (
-	initResultTail = `,"capabilities":{"tools":{}},"serverInfo":{"name":"mcp-bridge-load-echo","version":"1.0.0"}}}`
+	serverInfo     = `{"name":"mcp-bridge-load-echo","version":"1.0.0"}`
+	initResultTail = `,"capabilities":{"tools":{}},"serverInfo":` + serverInfo + `}}`
 	toolsListBody  = `{"tools":[{"name":"echo","description":"Returns its message argument as text.",` +
 		`"inputSchema":{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}}]}`
 )

@@ -381,7 +381,9 @@ func (p pipeChurner) call(ctx context.Context, msg []byte) error {
 
 // floorHandler is the HTTP floor: the least a Streamable HTTP server can
 // do per call. It keeps a session table and answers the echo tool inline,
-// with no child process behind it.
+// with no child process behind it. A 2026-07-28 request (its
+// MCP-Protocol-Version header names that era) needs no session: it is
+// checked against its headers and answered on its own (answerModern).
 type floorHandler struct {
 	mu       sync.RWMutex
 	sessions map[string]struct{}
@@ -429,6 +431,16 @@ func (h *floorHandler) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	*bp = body[:0] // keep the grown buffer for the next request
+	if isModernVersion(r.Header.Get("Mcp-Protocol-Version")) {
+		// The response goes after the request, as below.
+		out, status := answerModern(body[len(body):], body, r.Header)
+		if status == 0 {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		writeAnswer(w, r, status, out)
+		return
+	}
 	var req rpcRequest
 	// The response goes after the request in the same buffer: one
 	// allocation for both once the pool is warm.
@@ -461,9 +473,17 @@ func (h *floorHandler) post(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	if acceptsJSON(r.Header.Get("Accept")) {
+	writeAnswer(w, r, http.StatusOK, out)
+}
+
+// writeAnswer writes one JSON-RPC message, the answer to r, as JSON if the
+// client takes it or status is not 200 (a status of its own belongs with
+// an error body), else as an event stream.
+func writeAnswer(w http.ResponseWriter, r *http.Request, status int, out []byte) {
+	if status != http.StatusOK || acceptsJSON(r.Header.Get("Accept")) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+		w.WriteHeader(status)
 		_, _ = w.Write(out) // a client that went away is not the floor's problem
 		return
 	}
@@ -474,6 +494,100 @@ func (h *floorHandler) post(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, "event: message\ndata: ")
 	_, _ = w.Write(out)
 	_, _ = io.WriteString(w, "\n\n")
+}
+
+// modernRequest is a 2026-07-28 echo request as the HTTP floor reads it,
+// in one pass: rpcRequest's fields and what the request says of itself in
+// params._meta. A type of its own, so the echo child (a 2025 server, which
+// skips _meta) decodes no more than it did.
+type modernRequest struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Name      string `json:"name"`
+		Arguments struct {
+			Message json.RawMessage `json:"message"`
+		} `json:"arguments"`
+		Meta struct {
+			ProtocolVersion    string          `json:"io.modelcontextprotocol/protocolVersion"`
+			ClientCapabilities json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
+		} `json:"_meta"`
+	} `json:"params"`
+}
+
+// Error codes 2026-07-28 adds.
+const (
+	codeHeaderMismatch     = -32020
+	codeUnsupportedVersion = -32022
+)
+
+// modernResultHead opens the echo tool's result the way a bridge gives it
+// for a 2025 child: marked complete and naming the server, so the floor
+// sends the target's bytes.
+const modernResultHead = `{"_meta":{"io.modelcontextprotocol/serverInfo":` + serverInfo +
+	`},"resultType":"complete","content":[{"type":"text","text":`
+
+// isModernVersion reports whether an MCP-Protocol-Version value names the
+// modern era: a date no earlier than 2026-07-28. Versions are dates, so a
+// later one is modern too (and unsupported).
+func isModernVersion(v string) bool {
+	return len(v) == len(modernProtocol) && v[4] == '-' && v[7] == '-' && v >= modernProtocol
+}
+
+// answerModern appends the answer to a 2026-07-28 request to dst and
+// returns it with its HTTP status, 0 for none (a notification). It checks
+// what the spec has a server check on each such request, in the order of
+// its validation rules: _meta has the version and the client's
+// capabilities; the MCP-Protocol-Version and Mcp-Method headers match the
+// body; the version is served; the method exists; Mcp-Name matches
+// params.name. Then it answers the echo tool inline.
+func answerModern(dst, body []byte, hdr http.Header) ([]byte, int) {
+	var req modernRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && len(req.ID) > 0 && req.Method != "" {
+			return appendError(dst, req.ID, codeInvalidParams, "invalid params"), http.StatusBadRequest
+		}
+		return appendError(dst, json.RawMessage("null"), codeParseError, "parse error"), http.StatusBadRequest
+	}
+	if len(req.ID) == 0 || req.Method == "" {
+		return dst, 0 // a notification, or a response: nothing to answer
+	}
+	id, meta := req.ID, &req.Params.Meta
+	fail := func(status, code int, msg string) ([]byte, int) {
+		return appendError(dst, id, code, msg), status
+	}
+	switch {
+	case meta.ProtocolVersion == "":
+		return fail(http.StatusBadRequest, codeInvalidParams, "_meta io.modelcontextprotocol/protocolVersion is required")
+	case len(meta.ClientCapabilities) == 0 || meta.ClientCapabilities[0] != '{':
+		return fail(http.StatusBadRequest, codeInvalidParams, "_meta io.modelcontextprotocol/clientCapabilities is required")
+	case hdr.Get("Mcp-Protocol-Version") != meta.ProtocolVersion:
+		return fail(http.StatusBadRequest, codeHeaderMismatch, "MCP-Protocol-Version differs from _meta")
+	case hdr.Get("Mcp-Method") != req.Method:
+		return fail(http.StatusBadRequest, codeHeaderMismatch, "Mcp-Method differs from the body's method")
+	case meta.ProtocolVersion != modernProtocol:
+		out, status := fail(http.StatusBadRequest, codeUnsupportedVersion, "unsupported protocol version")
+		// The spec's -32022 names what is served and what was asked.
+		data, _ := json.Marshal(map[string]any{"supported": []string{modernProtocol}, "requested": meta.ProtocolVersion}) // cannot fail
+		out = append(append(append(out[:len(out)-2], `,"data":`...), data...), `}}`...)
+		return out, status
+	case req.Method != "tools/call":
+		return fail(http.StatusNotFound, codeMethodNotFound, "method not found: "+strconv.Quote(req.Method))
+	case hdr.Get("Mcp-Name") != req.Params.Name:
+		return fail(http.StatusBadRequest, codeHeaderMismatch, "Mcp-Name differs from params.name")
+	case req.Params.Name != "echo":
+		return fail(http.StatusOK, codeInvalidParams, "unknown tool "+strconv.Quote(req.Params.Name))
+	}
+	m := req.Params.Arguments.Message
+	if len(m) == 0 || m[0] != '"' {
+		return fail(http.StatusOK, codeInvalidParams, "argument message must be a string")
+	}
+	// m is a JSON string already validated by Unmarshal, as in answer.
+	dst = appendResultHead(dst, id)
+	dst = append(dst, modernResultHead...)
+	dst = append(dst, m...)
+	return append(dst, `}]}}`...), http.StatusOK
 }
 
 // acceptsJSON reports whether an Accept header lists application/json (or

@@ -1,16 +1,25 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"reflect"
+	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
 )
 
 // TestMain lets the test binary stand in for mcp-bridge-load: run as
@@ -61,7 +70,7 @@ func runLoad(t *testing.T, ep endpoint, sessions, conc int) phaseResult {
 }
 
 // runChurn runs n churners for testDuration.
-func runChurn(t *testing.T, ep endpoint, n int) {
+func runChurn(t *testing.T, ep churnEndpoint, n int) {
 	t.Helper()
 	callers := make([]caller, n)
 	for i := range callers {
@@ -87,22 +96,180 @@ func TestHTTPFloor(t *testing.T) {
 	srv := httptest.NewServer(newFloorHandler())
 	t.Cleanup(srv.Close)
 	for _, tc := range []struct {
-		accept         string
+		era, accept    string
 		sessions, conc int
 	}{
-		{"both", 2, 1},
-		{"json", 2, 3},
-		{"sse", 2, 2},
+		{era2025, "both", 2, 1},
+		{era2025, "json", 2, 3},
+		{era2025, "sse", 2, 2},
+		{eraModern, "both", 2, 1},
+		{eraModern, "json", 2, 3},
+		{eraModern, "sse", 2, 2},
 	} {
-		t.Run(tc.accept, func(t *testing.T) {
+		t.Run(tc.era+"/"+tc.accept, func(t *testing.T) {
 			tgt, err := newHTTPTarget(srv.URL+"/mcp", tc.accept, tc.sessions*tc.conc)
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(tgt.close)
-			ep := &httpEndpoint{t: tgt}
+			ep := httpEndpointFor(tgt, tc.era)
 			runLoad(t, ep, tc.sessions, tc.conc)
-			runChurn(t, ep, tc.sessions)
+			if ce, ok := ep.(churnEndpoint); ok {
+				runChurn(t, ce, tc.sessions)
+			} else if tc.era == era2025 {
+				t.Error("a 2025 endpoint cannot churn sessions")
+			}
+		})
+	}
+}
+
+// TestModernFloor is the HTTP floor's answer to single 2026-07-28
+// requests: the load tool's own, and each way one can break the spec's
+// validation rules. A floor that took anything would be cheaper than a
+// server can honestly be.
+func TestModernFloor(t *testing.T) {
+	srv := httptest.NewServer(newFloorHandler())
+	t.Cleanup(srv.Close)
+	const good = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	headers := map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo"}
+	for _, tc := range []struct {
+		name   string
+		header map[string]string // changes to headers; "" deletes
+		body   string
+		status int
+		want   string // the whole body
+	}{
+		{
+			name:   "echo",
+			body:   good,
+			status: http.StatusOK,
+			want: `{"jsonrpc":"2.0","id":7,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcp-bridge-load-echo","version":"1.0.0"}},` +
+				`"resultType":"complete","content":[{"type":"text","text":"hi"}]}}`,
+		},
+		{
+			name:   "the load tool's own request",
+			body:   string(appendModernEchoCall(nil, 7, []byte("hi"))),
+			status: http.StatusOK,
+			want: `{"jsonrpc":"2.0","id":7,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcp-bridge-load-echo","version":"1.0.0"}},` +
+				`"resultType":"complete","content":[{"type":"text","text":"hi"}]}}`,
+		},
+		{
+			name:   "no clientCapabilities",
+			body:   strings.Replace(good, `,"io.modelcontextprotocol/clientCapabilities":{}`, "", 1),
+			status: http.StatusBadRequest,
+			want:   `{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"_meta io.modelcontextprotocol/clientCapabilities is required"}}`,
+		},
+		{
+			name:   "no _meta version",
+			body:   strings.Replace(good, `"io.modelcontextprotocol/protocolVersion":"2026-07-28",`, "", 1),
+			status: http.StatusBadRequest,
+			want:   `{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"_meta io.modelcontextprotocol/protocolVersion is required"}}`,
+		},
+		{
+			name:   "Mcp-Method missing",
+			header: map[string]string{"Mcp-Method": ""},
+			body:   good,
+			status: http.StatusBadRequest,
+			want:   `{"jsonrpc":"2.0","id":7,"error":{"code":-32020,"message":"Mcp-Method differs from the body's method"}}`,
+		},
+		{
+			name:   "Mcp-Name differs",
+			header: map[string]string{"Mcp-Name": "other"},
+			body:   good,
+			status: http.StatusBadRequest,
+			want:   `{"jsonrpc":"2.0","id":7,"error":{"code":-32020,"message":"Mcp-Name differs from params.name"}}`,
+		},
+		{
+			name:   "a later version",
+			header: map[string]string{"MCP-Protocol-Version": "2027-01-01"},
+			body:   strings.Replace(good, `"2026-07-28"`, `"2027-01-01"`, 1),
+			status: http.StatusBadRequest,
+			want: `{"jsonrpc":"2.0","id":7,"error":{"code":-32022,"message":"unsupported protocol version",` +
+				`"data":{"requested":"2027-01-01","supported":["2026-07-28"]}}}`,
+		},
+		{
+			name:   "initialize was removed",
+			header: map[string]string{"Mcp-Method": "initialize"},
+			body:   strings.Replace(good, `"tools/call"`, `"initialize"`, 1),
+			status: http.StatusNotFound,
+			want:   `{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"method not found: \"initialize\""}}`,
+		},
+		{
+			name:   "unknown tool",
+			header: map[string]string{"Mcp-Name": "nope"},
+			body:   strings.Replace(good, `"name":"echo"`, `"name":"nope"`, 1),
+			status: http.StatusOK,
+			want:   `{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"unknown tool \"nope\""}}`,
+		},
+		{
+			name:   "notification",
+			body:   `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`,
+			status: http.StatusAccepted,
+		},
+		{
+			name:   "a 2025 call still needs its session",
+			header: map[string]string{"MCP-Protocol-Version": "2025-11-25"},
+			body:   good,
+			status: http.StatusBadRequest,
+			want:   "missing Mcp-Session-Id\n",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/mcp", strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", acceptValues["both"])
+			for k, v := range headers {
+				req.Header.Set(k, v)
+			}
+			for k, v := range tc.header {
+				if v == "" {
+					req.Header.Del(k)
+				} else {
+					req.Header.Set(k, v)
+				}
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			b, err := io.ReadAll(res.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.StatusCode != tc.status || string(b) != tc.want {
+				t.Errorf("got %d %s\nwant %d %s", res.StatusCode, b, tc.status, tc.want)
+			}
+		})
+	}
+}
+
+// TestCheckModernEcho is the load tool's verdict on a modern answer: only
+// the complete echo of the message, on the request's id, passes.
+func TestCheckModernEcho(t *testing.T) {
+	for _, tc := range []struct {
+		name, answer string
+		ok           bool
+	}{
+		{"complete", `{"jsonrpc":"2.0","id":3,"result":{"resultType":"complete","content":[{"type":"text","text":"m"}]}}`, true},
+		{"no resultType", `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"m"}]}}`, false},
+		{"input_required", `{"jsonrpc":"2.0","id":3,"result":{"resultType":"input_required","content":[{"type":"text","text":"m"}]}}`, false},
+		{"another message", `{"jsonrpc":"2.0","id":3,"result":{"resultType":"complete","content":[{"type":"text","text":"n"}]}}`, false},
+		{"another id", `{"jsonrpc":"2.0","id":4,"result":{"resultType":"complete","content":[{"type":"text","text":"m"}]}}`, false},
+		{"an error", `{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"x"}}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r rpcResponse
+			if err := r.decode([]byte(tc.answer)); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.checkModernEcho([]byte("3"), []byte("m")); (err == nil) != tc.ok {
+				t.Errorf("checkModernEcho = %v, want ok %v", err, tc.ok)
+			}
 		})
 	}
 }
@@ -124,11 +291,13 @@ func TestPipeFloor(t *testing.T) {
 }
 
 // TestRun is the whole command against a second HTTP floor as the target,
-// so it covers the floor subprocesses, /proc reading and the JSON report.
+// in both eras, so it covers the floor subprocesses, /proc reading and the
+// JSON report.
 func TestRun(t *testing.T) {
 	var out, errOut bytes.Buffer
 	cfg := &config{
 		url:         "floor",
+		eras:        []string{era2025, eraModern},
 		sessions:    []int{2},
 		concurrency: 1,
 		duration:    testDuration,
@@ -139,48 +308,204 @@ func TestRun(t *testing.T) {
 		jsonOut:     true,
 		floors:      true,
 		self:        self(t),
-		cmdline:     "mcp-bridge-load -url floor",
+		cmdline:     "mcp-bridge-load -url floor -era both",
 		out:         &out,
 		errOut:      &errOut,
 	}
 	if err := run(t.Context(), cfg); err != nil {
 		t.Fatalf("run: %v\nstderr: %s", err, errOut.String())
 	}
+	rep := decodeReport(t, &out, []string{era2025, eraModern})
+	wantModes := []string{"target", "http-floor", "pipe-floor"}
+	wantRatios := []string{"http-floor", "pipe-floor", "composite"}
+	old, modern := rep.Results[0], rep.Results[1]
+	checkRows(t, old.Load, wantModes)
+	checkRows(t, old.Churn, wantModes)
+	checkRatios(t, old.LoadRatios, wantRatios)
+	checkRatios(t, old.ChurnRatios, wantRatios)
+	checkRows(t, modern.Load, wantModes)
+	checkRatios(t, modern.LoadRatios, wantRatios)
+	if len(modern.Churn) != 0 || len(modern.ChurnRatios) != 0 || modern.ChurnSkipped == "" {
+		t.Errorf("modern churn: %d rows, %d ratios, skipped %q; want none, and why", len(modern.Churn), len(modern.ChurnRatios), modern.ChurnSkipped)
+	}
+	if old.ChurnSkipped != "" {
+		t.Errorf("2025 churn skipped: %s", old.ChurnSkipped)
+	}
+	if !reflect.DeepEqual(old.Load[2], modern.Load[2]) {
+		t.Errorf("the eras have different pipe floors: %+v and %+v, want the one measurement", old.Load[2], modern.Load[2])
+	}
+}
+
+// TestBridge is the tool against a real mcp-bridge in front of the echo
+// child, in both eras: every answer must be the echo of its own request.
+// In per-session mode the modern calls share the bridge's own child,
+// initialized by the bridge; in shared mode, the 2025 sessions' child.
+func TestBridge(t *testing.T) {
+	for _, mode := range []string{"per-session", "shared"} {
+		t.Run(mode, func(t *testing.T) {
+			url, pid := startBridge(t, "--mode", mode)
+			var out, errOut bytes.Buffer
+			cfg := &config{
+				url:         url,
+				eras:        []string{era2025, eraModern},
+				sessions:    []int{2},
+				concurrency: 2,
+				duration:    testDuration,
+				// A warmup starts the children the modern calls need
+				// before the meter looks for them.
+				warmup:    testDuration,
+				churn:     testDuration,
+				timeout:   testTimeout,
+				accept:    "both",
+				targetPID: pid,
+				jsonOut:   true,
+				self:      self(t),
+				cmdline:   "mcp-bridge-load -url " + url + " -era both -floors=false",
+				out:       &out,
+				errOut:    &errOut,
+			}
+			if err := run(t.Context(), cfg); err != nil {
+				t.Fatalf("run: %v\nstderr: %s", err, errOut.String())
+			}
+			rep := decodeReport(t, &out, []string{era2025, eraModern})
+			old, modern := rep.Results[0], rep.Results[1]
+			checkRows(t, old.Load, []string{"target"})
+			checkRows(t, old.Churn, []string{"target"})
+			checkRows(t, modern.Load, []string{"target"})
+			if modern.ChurnSkipped == "" {
+				t.Error("modern churn: not said why it is skipped")
+			}
+			for _, r := range []row{old.Load[0], modern.Load[0]} {
+				if r.ChildCPUPerCallUS == nil || r.RSSPeak == 0 {
+					t.Errorf("%+v: the child's CPU or the bridge's RSS not measured", r)
+				}
+			}
+		})
+	}
+}
+
+// startBridge starts mcp-bridge (built once) on a free port with args, in
+// front of this binary's echo child, and returns its endpoint and pid. It
+// is stopped on cleanup.
+func startBridge(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	bin := testpeers.BuildGo(t, "./cmd/mcp-bridge")
+	args = append([]string{"--port", "0", "--log-level", "info",
+		// The bridge gives its children no environment of its own: this
+		// one spares each child's exit the race detector's wait.
+		"--env", "GORACE=atexit_sleep_ms=0"}, args...)
+	cmd := exec.Command(bin, append(append(args, "--"), append(self(t), "echo-child")...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	urls := make(chan string, 1)
+	// Owner: the test. Exit: the bridge's stderr closing when it exits,
+	// which the cleanup below makes happen.
+	go func() {
+		listening := regexp.MustCompile(`url=(http://\S+)`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case urls <- m[1]:
+				default:
+				}
+			}
+			if testing.Verbose() {
+				t.Log(sc.Text())
+			}
+		}
+		exited <- cmd.Wait() // after the last read, as StderrPipe asks
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second): // a safety net, not a timing assertion
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	select {
+	case u := <-urls:
+		return u, cmd.Process.Pid
+	case err := <-exited:
+		t.Fatalf("mcp-bridge exited before listening: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("mcp-bridge did not start listening")
+	}
+	return "", 0
+}
+
+// decodeReport decodes a JSON report, failing unless it has one result
+// per era, in order.
+func decodeReport(t *testing.T, out *bytes.Buffer, eras []string) report {
+	t.Helper()
 	var rep report
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("decode report: %v\n%s", err, out.String())
 	}
-	if len(rep.Results) != 1 {
-		t.Fatalf("got %d results, want 1", len(rep.Results))
+	var got []string
+	for _, res := range rep.Results {
+		got = append(got, res.Era)
 	}
-	res := rep.Results[0]
-	wantModes := []string{"target", "http-floor", "pipe-floor"}
-	for _, rows := range [][]row{res.Load, res.Churn} {
-		if len(rows) != len(wantModes) {
-			t.Fatalf("got %d rows, want %d", len(rows), len(wantModes))
+	if !slices.Equal(got, eras) || !slices.Equal(rep.Eras, eras) {
+		t.Fatalf("results for eras %q (report: %q), want %q", got, rep.Eras, eras)
+	}
+	return rep
+}
+
+// checkRows fails unless rows are of modes, in order, each with calls, no
+// error and the server's CPU measured.
+func checkRows(t *testing.T, rows []row, modes []string) {
+	t.Helper()
+	if len(rows) != len(modes) {
+		t.Fatalf("got %d rows, want %d", len(rows), len(modes))
+	}
+	for i, r := range rows {
+		if r.Mode != modes[i] {
+			t.Errorf("row %d is %q, want %q", i, r.Mode, modes[i])
 		}
-		for i, r := range rows {
-			if r.Mode != wantModes[i] {
-				t.Errorf("row %d is %q, want %q", i, r.Mode, wantModes[i])
-			}
-			if r.Errors != 0 || r.FirstError != "" {
-				t.Errorf("%s: %d errors, first: %s", r.Mode, r.Errors, r.FirstError)
-			}
-			if r.Calls == 0 {
-				t.Errorf("%s: no calls", r.Mode)
-			}
-			if r.CPUPerCallUS == nil {
-				t.Errorf("%s: cpu per call not measured", r.Mode)
-			}
+		if r.Errors != 0 || r.FirstError != "" {
+			t.Errorf("%s: %d errors, first: %s", r.Mode, r.Errors, r.FirstError)
+		}
+		if r.Calls == 0 {
+			t.Errorf("%s: no calls", r.Mode)
+		}
+		if r.CPUPerCallUS == nil {
+			t.Errorf("%s: cpu per call not measured", r.Mode)
 		}
 	}
-	for _, rs := range [][]ratio{res.LoadRatios, res.ChurnRatios} {
-		var floors []string
-		for _, r := range rs {
-			floors = append(floors, r.Floor)
-		}
-		if !slices.Equal(floors, []string{"http-floor", "pipe-floor", "composite"}) {
-			t.Errorf("ratios against %q, want http-floor, pipe-floor, composite", floors)
+}
+
+func checkRatios(t *testing.T, rs []ratio, floors []string) {
+	t.Helper()
+	var got []string
+	for _, r := range rs {
+		got = append(got, r.Floor)
+	}
+	if !slices.Equal(got, floors) {
+		t.Errorf("ratios against %q, want %q", got, floors)
+	}
+}
+
+// TestPrintModern is the text report of a modern result: clients, not
+// sessions, and why churn is missing.
+func TestPrintModern(t *testing.T) {
+	var out bytes.Buffer
+	printResult(&out, &sessionResult{
+		Era: eraModern, Sessions: 64, Concurrency: 1,
+		Load:         []row{{Mode: "target", PerSec: 1000, P50US: 900}},
+		ChurnSkipped: "no session",
+	})
+	for _, want := range []string{"era=2026-07-28 clients=64 concurrency=1", "churn not measured: no session"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
 	}
 }

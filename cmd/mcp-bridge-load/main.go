@@ -21,6 +21,19 @@
 // notifications/initialized, one call, DELETE; for the pipe floor spawn,
 // initialize, one call, close stdin, wait) per second.
 //
+// -era picks how the target and the HTTP floor are called. In the 2025
+// era (the default) each session is initialized once and its calls carry
+// Mcp-Session-Id. In the 2026-07-28 era there is no initialize and no
+// session: each call is a POST that stands alone, its protocol version and
+// client capabilities in params._meta and its method and tool mirrored in
+// the MCP-Protocol-Version, Mcp-Method and Mcp-Name headers, and its answer
+// must say resultType "complete". -sessions then counts concurrent
+// clients, and churn is not measured, having no session to open or close.
+// The HTTP floor answers those requests too, checking the same headers
+// against the body; the pipe floor is the same in both eras, as a bridge
+// hands a 2025 child the same tools/call either way. -era both measures
+// one era after the other for each session count, against the same floors.
+//
 // Usage:
 //
 //	mcp-bridge-load [flags]       run the benchmark
@@ -31,6 +44,7 @@
 //
 //	mcp-bridge -- mcp-bridge-load echo-child &
 //	mcp-bridge-load -url http://127.0.0.1:8080/mcp -target-pid $PID -sessions 1,64
+//	mcp-bridge-load -url http://127.0.0.1:8080/mcp -target-pid $PID -sessions 1,64 -era both
 package main
 
 import (
@@ -102,7 +116,8 @@ func realMain(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 // config is the parsed command line.
 type config struct {
-	url         string // "" for floors only, "floor" to target a second HTTP floor
+	url         string   // "" for floors only, "floor" to target a second HTTP floor
+	eras        []string // era2025, eraModern or both, in that order
 	sessions    []int
 	concurrency int
 	duration    time.Duration
@@ -125,9 +140,10 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*config, error) {
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg := &config{out: stdout, errOut: stderr, cmdline: shellQuote(args)}
-	var sessions, child string
+	var sessions, child, era string
 	fs.StringVar(&cfg.url, "url", "", `target MCP endpoint, e.g. http://127.0.0.1:8080/mcp; "floor" targets a second HTTP floor (a self-check: ratios near 1); empty measures the floors only`)
-	fs.StringVar(&sessions, "sessions", "1", "sessions to run, or a comma list like 1,64 to run each")
+	fs.StringVar(&era, "era", era2025, `how to call the target and the HTTP floor: "2025" (initialize, then calls in a session), "`+eraModern+`" (no initialize, no session: each call stands alone with its _meta and Mcp-* headers; -sessions counts clients, churn is skipped), or "both", one after the other`)
+	fs.StringVar(&sessions, "sessions", "1", "sessions to run (in the 2026-07-28 era: concurrent clients), or a comma list like 1,64 to run each")
 	fs.IntVar(&cfg.concurrency, "concurrency", 1, "workers per session, each with one call in flight")
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "measured time per endpoint and session count")
 	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "unmeasured load before each measurement")
@@ -149,6 +165,14 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 
+	switch era {
+	case era2025, eraModern:
+		cfg.eras = []string{era}
+	case "both":
+		cfg.eras = []string{era2025, eraModern}
+	default:
+		return nil, fmt.Errorf("-era %q: want 2025, %s or both", era, eraModern)
+	}
 	for s := range strings.SplitSeq(sessions, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
@@ -194,6 +218,12 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*config, error) {
 type endpoint interface {
 	// open starts n sessions with conc callers each.
 	open(ctx context.Context, n, conc int) (*sessionSet, error)
+}
+
+// churnEndpoint is an endpoint with sessions to open and close: all but
+// the modern era's.
+type churnEndpoint interface {
+	endpoint
 	// churner returns a caller whose every call is a whole session.
 	churner() caller
 }
@@ -272,14 +302,19 @@ type ratio struct {
 	CPUPerCall  *float64 `json:"cpu_per_call,omitempty"`
 }
 
-// sessionResult is every measurement for one session count.
+// sessionResult is every measurement for one session count in one era.
 type sessionResult struct {
+	Era string `json:"era"`
+	// Sessions is the session count; in the 2026-07-28 era, which has no
+	// sessions, the number of concurrent clients.
 	Sessions    int     `json:"sessions"`
 	Concurrency int     `json:"concurrency"`
 	Load        []row   `json:"load"`
 	LoadRatios  []ratio `json:"load_ratios,omitempty"`
 	Churn       []row   `json:"churn,omitempty"`
 	ChurnRatios []ratio `json:"churn_ratios,omitempty"`
+	// ChurnSkipped says why churn was not measured although asked for.
+	ChurnSkipped string `json:"churn_skipped,omitempty"`
 }
 
 // report is the whole run, as printed by -json.
@@ -289,6 +324,7 @@ type report struct {
 	NumCPU     int             `json:"num_cpu"`
 	GOMAXPROCS int             `json:"gomaxprocs"`
 	Accept     string          `json:"accept"`
+	Eras       []string        `json:"eras"`
 	Duration   string          `json:"duration"`
 	Warmup     string          `json:"warmup"`
 	Churn      string          `json:"churn"`
@@ -300,7 +336,7 @@ func run(ctx context.Context, cfg *config) (err error) {
 	for _, n := range cfg.sessions {
 		conns = max(conns, n*cfg.concurrency)
 	}
-	var subjects []subject
+	subjects := map[string][]subject{} // by era
 	stderr := childStderr(cfg.errOut)
 
 	// Every process started here is stopped on return, on success, error
@@ -327,8 +363,10 @@ func run(ctx context.Context, cfg *config) (err error) {
 			return fmt.Errorf("target: %w", err)
 		}
 		defer t.close()
-		s.ep = &httpEndpoint{t: t}
-		subjects = append(subjects, s)
+		for _, era := range cfg.eras {
+			s.ep = httpEndpointFor(t, era)
+			subjects[era] = append(subjects[era], s)
+		}
 	}
 	if cfg.floors {
 		fp, err := startFloorProcess(cfg.self, stderr)
@@ -341,9 +379,11 @@ func run(ctx context.Context, cfg *config) (err error) {
 			return fmt.Errorf("http floor: %w", err)
 		}
 		defer t.close()
-		subjects = append(subjects,
-			subject{name: "http-floor", ep: &httpEndpoint{t: t}, pid: fp.pid()},
-			subject{name: "pipe-floor", ep: &pipeEndpoint{argv: cfg.child, stderr: stderr}, reapedByTool: true})
+		pipe := subject{name: "pipe-floor", ep: &pipeEndpoint{argv: cfg.child, stderr: stderr}, reapedByTool: true}
+		for _, era := range cfg.eras {
+			subjects[era] = append(subjects[era],
+				subject{name: "http-floor", ep: httpEndpointFor(t, era), pid: fp.pid()}, pipe)
+		}
 	}
 
 	rep := report{
@@ -352,6 +392,7 @@ func run(ctx context.Context, cfg *config) (err error) {
 		NumCPU:     runtime.NumCPU(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 		Accept:     acceptValues[cfg.accept],
+		Eras:       cfg.eras,
 		Duration:   cfg.duration.String(),
 		Warmup:     cfg.warmup.String(),
 		Churn:      cfg.churn.String(),
@@ -360,26 +401,43 @@ func run(ctx context.Context, cfg *config) (err error) {
 		printHeader(cfg.out, &rep)
 	}
 	for _, n := range cfg.sessions {
-		res := sessionResult{Sessions: n, Concurrency: cfg.concurrency}
-		for _, s := range subjects {
-			res.Load = append(res.Load, measureLoad(ctx, cfg, s, n))
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("interrupted: %w", err)
-			}
-		}
-		if cfg.churn > 0 {
-			for _, s := range subjects {
-				res.Churn = append(res.Churn, measureChurn(ctx, cfg, s, n))
+		// The pipe floor's work is the same in every era: measured once
+		// per session count, its row is each era's.
+		var pipe *row
+		for _, era := range cfg.eras {
+			res := sessionResult{Era: era, Sessions: n, Concurrency: cfg.concurrency}
+			for _, s := range subjects[era] {
+				if s.name == "pipe-floor" && pipe != nil {
+					res.Load = append(res.Load, *pipe)
+					continue
+				}
+				r := measureLoad(ctx, cfg, s, n)
+				if s.name == "pipe-floor" {
+					pipe = &r
+				}
+				res.Load = append(res.Load, r)
 				if err := ctx.Err(); err != nil {
 					return fmt.Errorf("interrupted: %w", err)
 				}
 			}
-		}
-		res.LoadRatios = ratios(res.Load)
-		res.ChurnRatios = ratios(res.Churn)
-		rep.Results = append(rep.Results, res)
-		if !cfg.jsonOut {
-			printResult(cfg.out, &res)
+			switch {
+			case cfg.churn == 0:
+			case era == eraModern:
+				res.ChurnSkipped = "a " + eraModern + " client opens no session, so there is none to churn"
+			default:
+				for _, s := range subjects[era] {
+					res.Churn = append(res.Churn, measureChurn(ctx, cfg, s, n))
+					if err := ctx.Err(); err != nil {
+						return fmt.Errorf("interrupted: %w", err)
+					}
+				}
+			}
+			res.LoadRatios = ratios(res.Load)
+			res.ChurnRatios = ratios(res.Churn)
+			rep.Results = append(rep.Results, res)
+			if !cfg.jsonOut {
+				printResult(cfg.out, &res)
+			}
 		}
 	}
 	if cfg.jsonOut {
@@ -390,6 +448,14 @@ func run(ctx context.Context, cfg *config) (err error) {
 		}
 	}
 	return nil
+}
+
+// httpEndpointFor is t called in era.
+func httpEndpointFor(t *httpTarget, era string) endpoint {
+	if era == eraModern {
+		return &modernEndpoint{t: t}
+	}
+	return &httpEndpoint{t: t}
 }
 
 // openTimeout bounds opening all sessions of a measurement, so a target or
@@ -444,9 +510,14 @@ func measureChurn(ctx context.Context, cfg *config, s subject, n int) (r row) {
 		r.RSSIdle = rssSum(mainPIDs)
 		children, _ = descendants(s.pid) // as in measureLoad
 	}
+	ce, ok := s.ep.(churnEndpoint)
+	if !ok {
+		r.FirstError = "churn: no sessions to open and close"
+		return r
+	}
 	callers := make([]caller, n)
 	for i := range callers {
-		callers[i] = s.ep.churner()
+		callers[i] = ce.churner()
 	}
 	m := startMeter(mainPIDs, children)
 	res := runPhase(ctx, callers, cfg.churn, cfg.timeout, nil)
@@ -581,17 +652,24 @@ func div(a, b float64) float64 {
 
 func printHeader(w io.Writer, rep *report) {
 	fmt.Fprintf(w, "# %s\n", rep.Command)
-	fmt.Fprintf(w, "# %s, %d CPUs, GOMAXPROCS=%d, accept=%q, duration=%s warmup=%s churn=%s\n",
-		rep.GoVersion, rep.NumCPU, rep.GOMAXPROCS, rep.Accept, rep.Duration, rep.Warmup, rep.Churn)
+	fmt.Fprintf(w, "# %s, %d CPUs, GOMAXPROCS=%d, accept=%q, duration=%s warmup=%s churn=%s era=%s\n",
+		rep.GoVersion, rep.NumCPU, rep.GOMAXPROCS, rep.Accept, rep.Duration, rep.Warmup, rep.Churn, strings.Join(rep.Eras, ","))
 	fmt.Fprintln(w, "# cpu/call: server processes (child: the part in child processes); gen: this tool")
 }
 
 func printResult(w io.Writer, res *sessionResult) {
-	fmt.Fprintf(w, "\nsessions=%d concurrency=%d\n", res.Sessions, res.Concurrency)
+	if res.Era == eraModern {
+		fmt.Fprintf(w, "\nera=%s clients=%d concurrency=%d (no sessions: each call stands alone)\n", res.Era, res.Sessions, res.Concurrency)
+	} else {
+		fmt.Fprintf(w, "\nera=%s sessions=%d concurrency=%d\n", res.Era, res.Sessions, res.Concurrency)
+	}
 	printRows(w, "calls/s", res.Load, res.LoadRatios)
 	if len(res.Churn) > 0 {
 		fmt.Fprintln(w)
 		printRows(w, "sess/s", res.Churn, res.ChurnRatios)
+	}
+	if res.ChurnSkipped != "" {
+		fmt.Fprintf(w, "  churn not measured: %s\n", res.ChurnSkipped)
 	}
 }
 
