@@ -179,3 +179,28 @@ func TestMountsReady(t *testing.T) {
 		t.Errorf("/healthz: %d, want 200", code)
 	}
 }
+
+// TestMountsModern: with several servers, a 2026-07-28 request to each
+// server's endpoint is served by that server's own bridge: its own child,
+// its own discovery.
+func TestMountsModern(t *testing.T) {
+	t.Parallel()
+	m, srv := newMounts(t)
+	if _, err := m.Apply([]httpapi.MountSpec{mountSpec(t, "a", "1"), mountSpec(t, "b", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	pids := map[string]string{}
+	for _, name := range []string{"a", "b"} {
+		e := endpoint(t, srv, name)
+		msgs := readMessages(t, e.do(req{body: modern(1, "server/discover", ""), version: "2026-07-28", header: map[string]string{"Mcp-Method": "server/discover"}}))
+		if res, _ := msgs[0]["result"].(map[string]any); res["resultType"] != "complete" {
+			t.Fatalf("%s: discover %v", name, msgs)
+		}
+		msgs = readMessages(t, e.do(req{body: modern(2, "tools/call", `"name":"pid","arguments":{},`), version: "2026-07-28",
+			header: map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "pid"}}))
+		pids[name] = text(msgs[0])
+	}
+	if pids["a"] == "" || pids["a"] == pids["b"] {
+		t.Errorf("the servers' children: %q; want one each", pids)
+	}
+}
