@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -353,8 +354,21 @@ func modernCall(ctx context.Context, hc *http.Client, url string, id int, inputs
 			Message string
 		} `json:"error"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&msg); err != nil {
-		return modernAnswer{}, fmt.Errorf("%s: %w", resp.Status, err)
+	body, err = io.ReadAll(resp.Body)
+	if err != nil {
+		return modernAnswer{}, err
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// An answer that took longer than --sse-delay comes as a stream:
+		// its last event is the answer.
+		i := bytes.LastIndex(body, []byte("data: "))
+		if i < 0 {
+			return modernAnswer{}, fmt.Errorf("%s: a stream without an event: %s", resp.Status, body)
+		}
+		body, _, _ = bytes.Cut(body[i+len("data: "):], []byte("\n"))
+	}
+	if err := json.Unmarshal(body, &msg); err != nil {
+		return modernAnswer{}, fmt.Errorf("%s: %w: %s", resp.Status, err, body)
 	}
 	return modernAnswer{Requests: msg.Result.InputRequests, State: msg.Result.RequestState, Content: msg.Result.Content, Error: msg.Error}, nil
 }
