@@ -62,7 +62,7 @@ func TestRules(t *testing.T) {
 		{"legacy paths differ", "the same", Config{SSEPath: "/a", MessagePath: "/a"}, "--message-path / MCP_BRIDGE_MESSAGE_PATH: must differ from --sse-path"},
 
 		{"containment", "cgroup", Config{Containment: ptr("cgroup")}, ""},
-		{"containment", "unknown", Config{Containment: ptr("chroot")}, "--containment / MCP_BRIDGE_CONTAINMENT: want auto, pid-namespace, cgroup or process-group"},
+		{"containment", "unknown", Config{Containment: ptr("chroot")}, "--containment / MCP_BRIDGE_CONTAINMENT: want auto, pid-namespace, cgroup, job-object or process-group"},
 		{"mode", "per-identity", Config{Mode: ptr("per-identity")}, ""},
 		{"mode", "unknown", Config{Mode: ptr("pooled")}, "--mode / MCP_BRIDGE_MODE: want per-session, shared or per-identity"},
 		{"response-mode", "json", Config{ResponseMode: ptr("json")}, ""},
