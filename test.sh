@@ -3,7 +3,8 @@
 # the pinned test peers (testdata/node/package-lock.json: the MCP
 # conformance suite, the TypeScript SDK, server-everything and a Node 22
 # binary for the conformance CLI, playwright-core), HAProxy, nginx and Chromium,
-# checks formatting and vet, and runs every test with the race detector.
+# checks formatting and vet, vets and builds every release target (macOS and
+# Windows included), and runs every test with the race detector.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -27,6 +28,17 @@ fi
 
 echo "== go vet"
 go vet ./...
+
+# The release targets (.goreleaser.yaml): each is vetted (test files
+# included, so the tests compile there too) and built, without cgo as the
+# releases are. macOS and Windows have no runner here; this is what keeps
+# their code compiling on every change.
+echo "== go vet and go build for the release targets"
+for target in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64; do
+  echo "-- $target"
+  GOOS=${target%/*} GOARCH=${target#*/} CGO_ENABLED=0 go vet ./...
+  GOOS=${target%/*} GOARCH=${target#*/} CGO_ENABLED=0 go build ./...
+done
 
 echo "== go test -race"
 go test -race -count=1 -timeout 40m ./...
