@@ -165,12 +165,14 @@ func startTree(cmd *exec.Cmd, s Containment) (tree, error) {
 	return &jobTree{cmd: cmd, job: job}, nil
 }
 
-// viaCmdExe runs the batch file script (cmd.Path, found) through cmd.exe, as Windows
-// requires (see batchCommandLine). os/exec would hand the batch file to
-// CreateProcess itself, which starts cmd.exe behind the caller's back and
-// with arguments quoted for CommandLineToArgvW, which cmd.exe does not
-// follow; its documentation leaves the quoting of cmd.exe to the caller,
-// through SysProcAttr.CmdLine.
+// viaCmdExe runs the batch file script (cmd.Path, found) through
+// cmd.exe, as CreateProcess's documentation requires (see
+// batchCommandLine). os/exec has no case for batch files (as of Go 1.26,
+// syscall.StartProcess hands any path to CreateProcess): npx.cmd would
+// reach CreateProcess as the program, which then starts cmd.exe itself,
+// an undocumented path, with arguments quoted for CommandLineToArgvW,
+// which cmd.exe does not follow. os/exec's documentation leaves the
+// quoting for cmd.exe to the caller, through SysProcAttr.CmdLine.
 func viaCmdExe(cmd *exec.Cmd, script string, attr *syscall.SysProcAttr) error {
 	sys, err := windows.GetSystemDirectory()
 	if err != nil {
@@ -263,12 +265,14 @@ func (t *jobTree) signal(sig syscall.Signal) {
 
 func (t *jobTree) wait() error {
 	err := t.cmd.Wait()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	_ = windows.TerminateJobObject(t.job, 1) // whatever the child left
+	// Whatever the child left. The job is open until closed below, so
+	// this needs no lock: mu guards only the closing.
+	_ = windows.TerminateJobObject(t.job, 1)
 	t.waitEmpty()
+	t.mu.Lock()
 	windows.CloseHandle(t.job)
 	t.closed = true
+	t.mu.Unlock()
 	return waitError(err)
 }
 
