@@ -70,7 +70,8 @@ type Options struct {
 	// StderrTail. Default 50.
 	StderrLines int
 	// StopGrace is each of the two waits in Stop: after closing stdin and
-	// after SIGTERM. Default 2 s.
+	// after SIGTERM (on Windows, which has no SIGTERM, only the first).
+	// Default 2 s.
 	StopGrace time.Duration
 	// WriteStall bounds how long one Write may wait for the child to take
 	// a message from its stdin pipe (which holds 64 KiB); past it Write
