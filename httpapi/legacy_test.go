@@ -409,7 +409,7 @@ func TestLegacyClose(t *testing.T) {
 			if e.b.Len() != 0 {
 				t.Errorf("%d sessions after the stream closed", e.b.Len())
 			}
-			err := syscall.Kill(pid, 0)
+			err := kill0(pid)
 			if mode == bridge.ModePerSession && err != syscall.ESRCH {
 				t.Errorf("child %d: kill 0 = %v, want it gone", pid, err)
 			}

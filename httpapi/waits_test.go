@@ -17,7 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -365,7 +364,7 @@ func TestChaos(t *testing.T) {
 			}
 			var left []int
 			for pid := range pids {
-				if syscall.Kill(pid, 0) == nil {
+				if kill0(pid) == nil {
 					left = append(left, pid)
 				}
 			}

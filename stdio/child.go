@@ -1,10 +1,11 @@
 // Package stdio owns one child process that speaks newline-delimited
-// JSON-RPC on its stdin and stdout: spawning it contained (a PID namespace,
-// a cgroup or a process group of its own; see Containment) with an
-// explicit environment, framing what it writes, draining its stderr, and
-// stopping it so that nothing it started is left behind, orphan or zombie,
-// even when the bridge itself is killed. It knows nothing of HTTP, sessions
-// or JSON-RPC semantics.
+// JSON-RPC on its stdin and stdout: spawning it contained (a PID
+// namespace, a cgroup, a Job Object or a process group of its own; see
+// Containment) with an explicit environment, framing what it writes,
+// draining its stderr, and stopping it so that nothing it started is left
+// behind, orphan or zombie, even when the bridge itself is killed (what
+// each system allows of that, Containment says). It knows nothing of
+// HTTP, sessions or JSON-RPC semantics.
 package stdio
 
 import (
@@ -17,7 +18,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -70,7 +70,8 @@ type Options struct {
 	// StderrTail. Default 50.
 	StderrLines int
 	// StopGrace is each of the two waits in Stop: after closing stdin and
-	// after SIGTERM. Default 2 s.
+	// after SIGTERM (on Windows, which has no SIGTERM, only the first).
+	// Default 2 s.
 	StopGrace time.Duration
 	// WriteStall bounds how long one Write may wait for the child to take
 	// a message from its stdin pipe (which holds 64 KiB); past it Write
@@ -173,7 +174,7 @@ func Start(opts Options) (*Child, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stdio: start %q: %w", opts.Argv[0], err)
 	}
-	if strings.ContainsRune(opts.Argv[0], '/') {
+	if hasPathSep(opts.Argv[0]) {
 		path = opts.Argv[0] // relative to Dir, which os/exec and the kernel apply
 	}
 	// Plain os.Pipe pairs rather than cmd.StdoutPipe: exec then hands the
@@ -209,9 +210,10 @@ func Start(opts Options) (*Child, error) {
 		return nil, fmt.Errorf("stdio: start %q: %w", opts.Argv[0], cmd.Err)
 	}
 
-	// The tree leads a process group of its own at least, so stopping it
-	// reaches everything it started (npx -> sh -> node), and a terminal's
-	// Ctrl-C reaches only the bridge, which then stops children in order.
+	// The tree leads a process group (or a job) of its own at least, so
+	// stopping it reaches everything it started (npx -> sh -> node), and a
+	// terminal's Ctrl-C reaches only the bridge, which then stops children
+	// in order.
 	tr, err := startContained(cmd, opts.Containment)
 	if err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
@@ -330,7 +332,9 @@ func (c *Child) armDeadlineLocked() {
 // the child process, waiting for the server to exit, or sending SIGTERM if
 // the server does not exit within a reasonable time; the client SHOULD send
 // SIGKILL if the server does not exit within a reasonable time after
-// SIGTERM". Signals go to the child and everything it started. Stop
+// SIGTERM". Signals go to the child and everything it started. Windows
+// has no SIGTERM for it: there the job is terminated one grace period
+// after stdin is closed. Stop
 // returns once the child is reaped and nothing it started is left, or
 // early with ctx's error while the escalation goes on (when ctx ends, the
 // whole tree gets SIGKILL at once). It is safe to call more than once and
@@ -355,11 +359,14 @@ func (c *Child) Kill() {
 	c.tree.signal(syscall.SIGKILL)
 }
 
-// escalate runs the grace periods of Stop. It exits when the child is gone.
+// escalate runs the grace periods of Stop: after each, the next of the
+// system's stopSignals (SIGTERM then SIGKILL; on Windows, which has no
+// polite request to a process without a console of ours, SIGKILL alone).
+// It exits when the child is gone.
 func (c *Child) escalate() {
 	t := time.NewTimer(c.opts.StopGrace)
 	defer t.Stop()
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+	for _, sig := range stopSignals {
 		select {
 		case <-c.done:
 			return

@@ -1,3 +1,5 @@
+//go:build linux
+
 package stdio_test
 
 import (

@@ -29,15 +29,35 @@ const (
 	// the bridge's own (delegated) group, and ends it with cgroup.kill.
 	// Linux 5.14 or later, with a writable cgroup.
 	ContainCgroup Containment = "cgroup"
+	// ContainJobObject runs each child in a Windows Job Object of its own
+	// that kills every process in it when its last handle closes, which
+	// the bridge holds: at the end of the session, and when the bridge
+	// dies, however it dies. Windows only.
+	ContainJobObject Containment = "job-object"
 	// ContainProcessGroup runs each child in a process group of its own and
 	// ends the group and every descendant still linked to the child by its
-	// parent chain; orphans re-parented to the bridge die at shutdown.
+	// parent chain. On Linux, orphans re-parented to the bridge die at
+	// shutdown and the child dies with the bridge (Pdeathsig); macOS has
+	// neither (see contain_darwin.go). Linux and macOS.
 	ContainProcessGroup Containment = "process-group"
 )
 
 // Containments lists every strategy name SetContainment accepts: auto,
-// then the strategies best first, the order auto tries them in.
-var Containments = []Containment{ContainAuto, ContainPIDNamespace, ContainCgroup, ContainProcessGroup}
+// then the strategies best first, the order auto tries them in. Each
+// system gives only some of them (ProbeContainment says which); the list
+// is the same everywhere, so a setting written for one system reads as
+// "not on this system" on another rather than as a typo.
+var Containments = []Containment{ContainAuto, ContainPIDNamespace, ContainCgroup, ContainJobObject, ContainProcessGroup}
+
+// errOtherSystem is what probe says of a strategy that belongs to another
+// operating system. auto passes over it without a word: that macOS has no
+// cgroups says nothing about this machine worth logging.
+type errOtherSystem struct {
+	c    Containment
+	goos string // where c is to be had
+}
+
+func (e errOtherSystem) Error() string { return fmt.Sprintf("%s: %s only", e.c, e.goos) }
 
 // The process-wide strategy, chosen once.
 var (
@@ -88,9 +108,15 @@ func ContainmentInUse() (Containment, string) {
 	return contained, containWhy
 }
 
-// chooseContainment resolves want (ContainAuto: the first strategy the
-// system gives, best first) and says why.
+// chooseContainment resolves want with this system's probe.
 func chooseContainment(want Containment) (Containment, string, error) {
+	return choose(want, probe)
+}
+
+// choose resolves want (ContainAuto: the first strategy probe allows,
+// best first) and says why: what it is, then why each better one is not
+// to be had here. Strategies of other systems go unmentioned.
+func choose(want Containment, probe func(Containment) (string, error)) (Containment, string, error) {
 	switch want {
 	case ContainAuto:
 		var without []string
@@ -99,10 +125,12 @@ func chooseContainment(want Containment) (Containment, string, error) {
 			if err == nil {
 				return c, strings.Join(append([]string{why}, without...), "; "), nil
 			}
-			without = append(without, err.Error())
+			if _, other := errors.AsType[errOtherSystem](err); !other {
+				without = append(without, err.Error())
+			}
 		}
 		return "", "", errors.New(strings.Join(without, "; "))
-	case ContainPIDNamespace, ContainCgroup, ContainProcessGroup:
+	case ContainPIDNamespace, ContainCgroup, ContainJobObject, ContainProcessGroup:
 		why, err := probe(want)
 		if err != nil {
 			return "", "", err
@@ -113,17 +141,30 @@ func chooseContainment(want Containment) (Containment, string, error) {
 }
 
 // tree is how the operating system contains one child and everything it
-// starts. child.go holds what is the same everywhere (pipes, framing, the
-// stop sequence); a tree starts the child, signals it with all its
-// descendants, and waits for it. Each OS adds its own in a file of its own
-// (Linux: contain_linux.go).
+// starts: the seam between what is the same everywhere (child.go: pipes,
+// framing, the stop sequence) and what each system does its own way. A
+// tree is started by startTree, signalled, and waited for. Each system
+// has its own file:
+//
+//   - contain_linux.go: a PID namespace, a cgroup or a process group;
+//   - contain_darwin.go: a process group, with descendants found in the
+//     process table;
+//   - contain_windows.go: a Job Object.
+//
+// Besides the tree, each system's file defines:
+//
+//	startTree(cmd *exec.Cmd, s Containment) (tree, error)
+//	probe(c Containment) (why string, err error)
+//	var stopSignals []syscall.Signal // Stop's steps after closing stdin
 type tree interface {
 	// pid is the pid of the command (not of any helper process), as this
 	// process sees it.
 	pid() int
 	// signal sends sig to the child and every descendant still running. It
 	// never signals a process outside the tree (a pid reused after the
-	// child was reaped), and does nothing once wait has returned.
+	// child was reaped), and does nothing once wait has returned. SIGKILL
+	// ends the tree at once everywhere (on Windows, by terminating its
+	// job); other signals are what the system makes of them.
 	signal(sig syscall.Signal)
 	// wait blocks until the child has exited and nothing it started is left
 	// running (the tree kills what is left once the child has exited), and
@@ -141,11 +182,30 @@ func startContained(cmd *exec.Cmd, s Containment) (tree, error) {
 	return startTree(cmd, s)
 }
 
+// exitError is nil for exit status 0, else an *ExitError.
+func exitError(ws syscall.WaitStatus) error {
+	if ws.Exited() && ws.ExitStatus() == 0 {
+		return nil
+	}
+	return &ExitError{Status: ws}
+}
+
+// waitError turns exec.Cmd.Wait's error into what Child.Err reports.
+func waitError(err error) error {
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok {
+			return exitError(ws)
+		}
+	}
+	return err
+}
+
 // ExitError reports a child that did not exit with status 0.
 type ExitError struct {
 	// Status is the child's wait status: an exit status, or the signal
 	// that ended it. With ContainPIDNamespace it is the command's own, as
-	// its init process reported it.
+	// its init process reported it. On Windows it is an exit code only: a
+	// child ended by its job being terminated exits with status 1.
 	Status syscall.WaitStatus
 }
 

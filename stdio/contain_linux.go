@@ -70,6 +70,8 @@ func startTree(cmd *exec.Cmd, s Containment) (tree, error) {
 		return startCgroup(cmd, cg)
 	case ContainProcessGroup:
 		return startGroup(cmd)
+	case ContainJobObject:
+		return nil, errOtherSystem{s, "Windows"}
 	}
 	return nil, fmt.Errorf("unknown containment %q", s)
 }
@@ -85,9 +87,15 @@ func probe(c Containment) (string, error) {
 		return cg.why(), err
 	case ContainProcessGroup:
 		return "a process group per child", nil
+	case ContainJobObject:
+		return "", errOtherSystem{c, "Windows"}
 	}
 	return "", fmt.Errorf("unknown containment %q", c)
 }
+
+// stopSignals are Stop's steps after closing stdin, one grace period
+// apart: the polite request, then the end.
+var stopSignals = []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL}
 
 // ---- PID namespace ----
 
@@ -590,24 +598,4 @@ func procStat(pid int) (state string, ppid int, err error) {
 	}
 	ppid, err = strconv.Atoi(f[1])
 	return f[0], ppid, err
-}
-
-// ---- exit status ----
-
-// exitError is nil for exit status 0, else an *ExitError.
-func exitError(ws syscall.WaitStatus) error {
-	if ws.Exited() && ws.ExitStatus() == 0 {
-		return nil
-	}
-	return &ExitError{Status: ws}
-}
-
-// waitError turns exec.Cmd.Wait's error into what Child.Err reports.
-func waitError(err error) error {
-	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok {
-			return exitError(ws)
-		}
-	}
-	return err
 }

@@ -18,7 +18,9 @@ import (
 //     another (node's child_process, with which most MCP clients start
 //     servers, searches the PATH of the environment it is given too);
 //     without PATH in env, the bridge's;
-//   - either way it must be an executable file.
+//   - either way it must be an executable file: on Windows, a file with
+//     an extension of PATHEXT (the child's), tried in its order when the
+//     name has none, so "npx" finds npx.cmd as cmd.exe would.
 //
 // Relative PATH entries, "" and "." among them, are skipped, as os/exec
 // refuses them (exec.ErrDot): a command is never picked up from a working
@@ -26,15 +28,16 @@ import (
 // exec.ErrNotFound, or the file's problem (fs.ErrNotExist,
 // fs.ErrPermission for a file that is not executable).
 func LookPath(name, dir string, env []string) (string, error) {
-	if strings.ContainsRune(name, filepath.Separator) || strings.ContainsRune(name, '/') {
+	if hasPathSep(name) {
 		p := name
 		if !filepath.IsAbs(p) && dir != "" {
 			p = filepath.Join(dir, p)
 		}
-		if _, err := exec.LookPath(p); err != nil {
-			return "", &exec.Error{Name: name, Err: unwrapExec(err)}
+		found, err := findExecutable(p, env)
+		if err != nil {
+			return "", &exec.Error{Name: name, Err: err}
 		}
-		return p, nil
+		return found, nil
 	}
 	path, ok := lookupEnv(env, "PATH")
 	if !ok {
@@ -44,7 +47,7 @@ func LookPath(name, dir string, env []string) (string, error) {
 		if !filepath.IsAbs(d) {
 			continue
 		}
-		if p, err := exec.LookPath(filepath.Join(d, name)); err == nil {
+		if p, err := findExecutable(filepath.Join(d, name), env); err == nil {
 			return p, nil
 		}
 	}
@@ -61,12 +64,25 @@ func unwrapExec(err error) error {
 }
 
 // lookupEnv is the value of name in env ("K=V" entries); the last entry
-// wins, as it does for the child.
+// wins, as it does for the child. Names are compared as the system does
+// (envFoldCase: on Windows, Path is PATH).
 func lookupEnv(env []string, name string) (string, bool) {
+	return lookupEnvFold(env, name, envFoldCase)
+}
+
+// lookupEnvFold is lookupEnv, with names compared without regard to case
+// when fold is set.
+func lookupEnvFold(env []string, name string, fold bool) (string, bool) {
 	for i := len(env) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(env[i], "="); ok && k == name {
+		if k, v, ok := strings.Cut(env[i], "="); ok && (k == name || fold && strings.EqualFold(k, name)) {
 			return v, true
 		}
 	}
 	return "", false
+}
+
+// hasPathSep says whether name is a path rather than a name to look up:
+// it holds a separator ('/' everywhere, '\\' too on Windows).
+func hasPathSep(name string) bool {
+	return strings.ContainsRune(name, filepath.Separator) || strings.ContainsRune(name, '/')
 }

@@ -23,7 +23,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -431,28 +430,6 @@ func scrapeMetrics(t testing.TB, hc *http.Client, base string) map[string]float6
 // loopbackListener is a listening socket on 127.0.0.1, as a file to hand
 // to a child (ExtraFiles): no port is chosen and freed, so none can be
 // taken in between. The caller closes it once the child has its copy.
-// runDaemon starts a server process (HAProxy, nginx) in a process group
-// of its own and stops it when the test ends: SIGTERM, then, should it
-// hang, SIGKILL to the whole group, workers included.
-func runDaemon(t *testing.T, cmd *exec.Cmd) {
-	t.Helper()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second): // a safety net, not a timing assertion
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-	})
-}
-
 func loopbackListener(t *testing.T) (f *os.File, addr string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -906,7 +906,7 @@ func TestNothingOutlivesTheBridge(t *testing.T) {
 				for i, args := range forks {
 					pid := s.intCall("fork", args)
 					procs = append(procs, proc{pid: pid, what: fmt.Sprintf("fork %v", args), late: tt.afterShutdown && i == daemon})
-					t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) }) // whatever the test finds
+					t.Cleanup(func() { killPid(pid) }) // whatever the test finds
 				}
 			}
 			for _, pr := range procs {

@@ -43,7 +43,7 @@ var rules = []rule{
 	{"path", checkPath},
 	{"legacy paths", checkLegacyPaths},
 	{"legacy paths differ", checkLegacyPathsDiffer},
-	{"containment", oneOf("Containment", "want auto, pid-namespace, cgroup or process-group", containments()...)},
+	{"containment", oneOf("Containment", "want auto, pid-namespace, cgroup, job-object or process-group", containments()...)},
 	{"child-protocol", oneOf("ChildProtocol", "want auto, legacy or modern", bridge.ChildProtocolAuto, bridge.ChildProtocolLegacy, bridge.ChildProtocolModern)},
 	{"replica-id", checkReplicaID},
 	{"mode", oneOf("Mode", "want per-session, shared or per-identity", bridge.ModePerSession, bridge.ModeShared, bridge.ModePerIdentity)},

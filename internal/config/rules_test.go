@@ -62,7 +62,7 @@ func TestRules(t *testing.T) {
 		{"legacy paths differ", "the same", Config{SSEPath: "/a", MessagePath: "/a"}, "--message-path / MCP_BRIDGE_MESSAGE_PATH: must differ from --sse-path"},
 
 		{"containment", "cgroup", Config{Containment: ptr("cgroup")}, ""},
-		{"containment", "unknown", Config{Containment: ptr("chroot")}, "--containment / MCP_BRIDGE_CONTAINMENT: want auto, pid-namespace, cgroup or process-group"},
+		{"containment", "unknown", Config{Containment: ptr("chroot")}, "--containment / MCP_BRIDGE_CONTAINMENT: want auto, pid-namespace, cgroup, job-object or process-group"},
 		{"mode", "per-identity", Config{Mode: ptr("per-identity")}, ""},
 		{"child-protocol", "legacy", Config{ChildProtocol: ptr("legacy")}, ""},
 		{"child-protocol", "unknown", Config{ChildProtocol: ptr("2026")}, "--child-protocol / MCP_BRIDGE_CHILD_PROTOCOL: want auto, legacy or modern"},
