@@ -2,11 +2,16 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"go.yaml.in/yaml/v4"
 
 	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
 )
@@ -83,4 +88,112 @@ func dockerfileInstructions(t *testing.T, path string) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// goreleaserSchema is GoReleaser's own schema of its configuration, as
+// `goreleaser jsonschema` (v2.15.1) prints it. To update it with
+// GoReleaser: goreleaser jsonschema > deploy/goreleaser.schema.json
+const goreleaserSchema = "deploy/goreleaser.schema.json"
+
+// TestReleaseConfig checks .goreleaser.yaml as `goreleaser check` does,
+// against GoReleaser's own schema (every key known, of its type, none
+// misspelled: the schema forbids what it does not define), and holds it to
+// what CI builds: the five targets test.sh vets and builds, the version
+// stamped where `mcp-bridge version` reads it, an archive per target and a
+// checksum file. GoReleaser itself is not run in CI: built from the Go
+// module proxy it takes 11 to 24 minutes on a fresh 2-core machine,
+// against a suite that takes under ten, and its build step is the
+// cross-build test.sh does anyway.
+func TestReleaseConfig(t *testing.T) {
+	root := testpeers.ModuleRoot(t)
+	raw, err := os.ReadFile(filepath.Join(root, ".goreleaser.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc any
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf(".goreleaser.yaml: %v", err)
+	}
+	// Through JSON, so that numbers and maps are what the validator takes.
+	js, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf, err := os.Open(filepath.Join(root, goreleaserSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sf.Close()
+	schemaDoc, err := jsonschema.UnmarshalJSON(sf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("goreleaser.schema.json", schemaDoc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("goreleaser.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(inst); err != nil {
+		t.Errorf(".goreleaser.yaml does not follow GoReleaser's schema: %v", err)
+	}
+
+	var cfg struct {
+		Version int `json:"version"`
+		Builds  []struct {
+			Main    string   `json:"main"`
+			Goos    []string `json:"goos"`
+			Goarch  []string `json:"goarch"`
+			Ldflags []string `json:"ldflags"`
+			Ignore  []struct {
+				Goos, Goarch string
+			} `json:"ignore"`
+		} `json:"builds"`
+		Archives []struct {
+			NameTemplate string `json:"name_template"`
+		} `json:"archives"`
+		Checksum struct {
+			NameTemplate string `json:"name_template"`
+		} `json:"checksum"`
+	}
+	if err := json.Unmarshal(js, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Version != 2 || len(cfg.Builds) != 1 || cfg.Builds[0].Main != "./cmd/mcp-bridge" {
+		t.Fatalf("want one build of ./cmd/mcp-bridge in a version 2 configuration: %+v", cfg)
+	}
+	b := cfg.Builds[0]
+	var targets []string
+	for _, os := range b.Goos {
+		for _, arch := range b.Goarch {
+			if !slices.ContainsFunc(b.Ignore, func(i struct{ Goos, Goarch string }) bool { return i.Goos == os && i.Goarch == arch }) {
+				targets = append(targets, os+"/"+arch)
+			}
+		}
+	}
+	slices.Sort(targets)
+	script, err := os.ReadFile(filepath.Join(root, "test.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range targets {
+		if !bytes.Contains(script, []byte(target)) {
+			t.Errorf("GoReleaser builds %s, which test.sh does not build", target)
+		}
+	}
+	if want := []string{"darwin/amd64", "darwin/arm64", "linux/amd64", "linux/arm64", "windows/amd64"}; !slices.Equal(targets, want) {
+		t.Errorf("targets %q, want %q", targets, want)
+	}
+	if !slices.ContainsFunc(b.Ldflags, func(f string) bool { return strings.Contains(f, "-X main.version=") }) {
+		t.Errorf("ldflags %q do not stamp main.version (cmd/mcp-bridge/version.go)", b.Ldflags)
+	}
+	if len(cfg.Archives) == 0 || !strings.Contains(cfg.Archives[0].NameTemplate, "{{ .Os }}") || cfg.Checksum.NameTemplate == "" {
+		t.Errorf("archives %+v, checksum %+v: want one archive per target and a checksum file", cfg.Archives, cfg.Checksum)
+	}
 }
