@@ -45,6 +45,15 @@ const (
 	CodeUnsupportedVersion = -32022
 )
 
+// metaKeyBytes are the reserved keys as bytes, made once: a conversion
+// of a key longer than 32 bytes would allocate on every message.
+var metaKeyBytes = map[string][]byte{
+	metaProtocolVersion: []byte(metaProtocolVersion),
+	metaClientCaps:      []byte(metaClientCaps),
+	metaClientInfo:      []byte(metaClientInfo),
+	metaLogLevel:        []byte(metaLogLevel),
+}
+
 // IsModern reports whether a message belongs to the modern era: its
 // params._meta carries a protocol version, or the MCP-Protocol-Version
 // header (versionHeader) names 2026-07-28 or a later date. Everything else
@@ -65,7 +74,11 @@ func modernHeader(v string) bool {
 // when there is none.
 func (m *Message) metaMember(key string) []byte {
 	p := m.f.params.of(m.Raw)
-	if p == nil || p[0] != '{' || !bytes.Contains(p, []byte(key)) {
+	kb := metaKeyBytes[key]
+	if kb == nil {
+		kb = []byte(key)
+	}
+	if p == nil || p[0] != '{' || !bytes.Contains(p, kb) {
 		return nil
 	}
 	meta := member(p, "_meta").of(p)

@@ -284,30 +284,32 @@ func (u *upstream) fromChild(line []byte, owned bool) {
 		u.logger().Warn("child wrote a message that is not an object; skipped it")
 		return
 	}
+	if !f.method.ok() {
+		// A response: the usual message, routed before anything else is
+		// read of it (method, which escapes, would cost it an allocation).
+		u.mu.Lock()
+		u.responseLocked(line, f, owned)
+		u.mu.Unlock()
+		return
+	}
 	var method string
-	if f.method.ok() {
-		_ = unquote(f.method.of(line), &method)
-		if u.hub != nil && !f.id.ok() && changeNotification(method) {
-			// A leased child's list change or resource update: for the
-			// listens of its pool, not for the call it serves; and only
-			// while it serves one, which can have changed something. What
-			// it says on its own (server-everything announces its lists as
-			// it starts) is not news to anyone.
-			u.mu.Lock()
-			busy := u.clientCallsLocked() > 0
-			u.mu.Unlock()
-			if busy {
-				u.hub.publish(method, f.params.of(line), bytes.Clone(line))
-			}
-			return
+	_ = unquote(f.method.of(line), &method)
+	if u.hub != nil && !f.id.ok() && changeNotification(method) {
+		// A leased child's list change or resource update: for the
+		// listens of its pool, not for the call it serves; and only while
+		// it serves one, which can have changed something. What it says on
+		// its own (server-everything announces its lists as it starts) is
+		// not news to anyone.
+		u.mu.Lock()
+		busy := u.clientCallsLocked() > 0
+		u.mu.Unlock()
+		if busy {
+			u.hub.publish(method, f.params.of(line), bytes.Clone(line))
 		}
+		return
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if !f.method.ok() {
-		u.responseLocked(line, f, owned)
-		return
-	}
 	params := f.params.of(line)
 	if u.modern && !f.id.ok() && method != methodProgress {
 		if sid, ok := subscriptionOf(line, f.params); ok {
