@@ -49,7 +49,7 @@ const (
 // Config is every setting of the bridge. Each field is read from
 // MCP_BRIDGE_<env tag>, then from the flag its flag tag names (flags
 // win); help is its line in --help, group the topic it belongs to.
-// README's Options table lists them all.
+// README's Options tables list them all, one per group.
 //
 // The zero value is the default configuration. A field whose default is
 // its zero value (false, 0, "", none) is a plain value. A field with any
@@ -106,7 +106,7 @@ type Config struct {
 	LogFormat       *string        `env:"LOG_FORMAT" flag:"log-format" group:"log" help:"text or json"`
 	LogLevel        *string        `env:"LOG_LEVEL" flag:"log-level" group:"log" help:"debug, info, warn or error"`
 
-	// Who may connect (README "Options": authentication). All off by default.
+	// Who may connect (README "Authentication and tool policy"). All off by default.
 	TokenEnvs               []string `env:"TOKEN_ENVS" envSeparator:"," flag:"token-env" group:"auth" help:"name of an environment variable holding an accepted bearer token; the request's principal is the variable's name (repeatable)"`
 	JWTSecretEnv            string   `env:"JWT_SECRET_ENV" flag:"jwt-secret-env" group:"auth" help:"name of an environment variable holding the HMAC secret (32+ bytes) of HS256/384/512 JWTs"`
 	JWTPublicKey            string   `env:"JWT_PUBLIC_KEY" flag:"jwt-public-key" group:"auth" help:"PEM file of the public key(s) of RS*/PS*/ES*/EdDSA JWTs"`

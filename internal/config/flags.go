@@ -240,7 +240,7 @@ Without a command it serves the built-in demo server.
 
 Examples:
   mcp-bridge -- npx -y @modelcontextprotocol/server-everything
-  MY_TOKEN=s3cret mcp-bridge --host 0.0.0.0 --token-env MY_TOKEN --mode shared -- ./my-server --flag
+  MY_TOKEN=$(openssl rand -hex 32) mcp-bridge --host 0.0.0.0 --token-env MY_TOKEN --mode shared -- ./my-server --flag
 
 Every flag can also be set with its variable (flags win).
 `)
