@@ -3,8 +3,8 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
-	"time"
 )
 
 // subscriptions/listen in front of a legacy child, served by the bridge: a
@@ -144,34 +144,13 @@ func (mc *ModernCall) subscribe(ctx context.Context, u *upstream, s *Session, ur
 		u.mu.Unlock()
 		return true
 	}
-	child := u.child
-	if child == nil {
-		u.mu.Unlock()
-		return true // subscribed again when the child restarts
-	}
-	answered := make(chan error, 1)
-	p, _ := json.Marshal(map[string]string{"uri": uri})
-	line := u.ownRequestLocked("resources/subscribe", p, &call{answered: answered})
-	id := u.nextID
 	u.mu.Unlock()
-	u.write(child, [][]byte{line})
-	var err error
-	t := time.NewTimer(max(mc.b.cfg.RequestTimeout, time.Second))
-	defer t.Stop()
-	select {
-	case err = <-answered:
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-t.C:
-		err = context.DeadlineExceeded
-	case <-mc.b.shutdown:
-		err = ErrClosing
-	}
-	if err == nil {
-		return true
+	p, _ := json.Marshal(map[string]string{"uri": uri})
+	_, err := u.ask(ctx, "resources/subscribe", p, mc.b.requestBound())
+	if err == nil || errors.Is(err, errRestarting) {
+		return true // (a restarting child is subscribed again when it is up)
 	}
 	u.mu.Lock()
-	u.settleLocked(id)
 	delete(holders, s)
 	delete(s.subs, uri)
 	if len(holders) == 0 {

@@ -246,44 +246,22 @@ func (b *Bridge) era(ctx context.Context, u *upstream) (childEra, error) {
 // legacy", judged by the answer, never by one error code. A child that
 // dies on it is legacy too, and is restarted by its upstream.
 func (b *Bridge) probe(ctx context.Context, u *upstream) (childEra, error) {
-	c := &call{answered: make(chan error, 1), keep: true}
-	u.mu.Lock()
-	child := u.child
-	if child == nil {
-		u.mu.Unlock()
-		return eraUnknown, errRestarting
-	}
-	line := u.ownRequestLocked("server/discover", []byte(probeParams), c)
-	id := u.nextID
-	u.mu.Unlock()
-	u.write(child, [][]byte{line})
-	t := time.NewTimer(min(probeTimeout, max(b.cfg.InitTimeout, time.Second)))
-	defer t.Stop()
-	var err error
-	select {
-	case err = <-c.answered:
-	case <-t.C:
-		err = errors.New("no answer in time")
-	case <-ctx.Done():
-		u.mu.Lock()
-		u.settleLocked(id)
-		u.mu.Unlock()
+	res, err := u.ask(ctx, "server/discover", []byte(probeParams), min(probeTimeout, max(b.cfg.InitTimeout, time.Second)))
+	switch {
+	case errors.Is(err, ErrClosing), errors.Is(err, errRestarting):
+		return eraUnknown, err
+	case ctx.Err() != nil:
 		return eraUnknown, errClientGone
-	case <-b.shutdown:
-		return eraUnknown, ErrClosing
 	}
-	u.mu.Lock()
-	u.settleLocked(id)
-	u.mu.Unlock()
 	era := eraLegacy
 	if err == nil {
 		var r struct {
 			SupportedVersions []string `json:"supportedVersions"`
 		}
-		if json.Unmarshal(c.result, &r) == nil && slices.ContainsFunc(r.SupportedVersions, servedModern) {
+		if json.Unmarshal(res, &r) == nil && slices.ContainsFunc(r.SupportedVersions, servedModern) {
 			era = eraModern
 			u.mu.Lock()
-			u.discovered = c.result // what it can do (capability)
+			u.discovered = res // what it can do (capability)
 			u.mu.Unlock()
 		}
 	}

@@ -19,6 +19,19 @@ import (
 // relays, and asks the child for the list itself when a call names a tool
 // it has not seen.
 
+// errNoReply: the child did not answer a request of the bridge's own in
+// time.
+var errNoReply = errors.New("no answer in time")
+
+// requestBound bounds the bridge's own requests: --request-timeout, or its
+// default when that is off.
+func (b *Bridge) requestBound() time.Duration {
+	if d := b.cfg.RequestTimeout; d > 0 {
+		return d
+	}
+	return DefaultRequestTimeout
+}
+
 // toolsRefetch is how long after reading the tool list the bridge trusts
 // it for tools it did not have.
 const toolsRefetch = 5 * time.Second
@@ -114,7 +127,7 @@ func (p *modernPool) fetchTools(ctx context.Context, u *upstream, era childEra) 
 			params["_meta"] = meta["_meta"]
 		}
 		raw, _ := json.Marshal(params)
-		res, err := u.ask(ctx, "tools/list", raw)
+		res, err := u.ask(ctx, "tools/list", raw, u.b.requestBound())
 		if err != nil {
 			p.b.log.Debug("could not read the tool list for Mcp-Param headers", "err", err)
 			return
@@ -132,8 +145,10 @@ func (p *modernPool) fetchTools(ctx context.Context, u *upstream, era childEra) 
 }
 
 // ask sends the child a request of the bridge's own and returns its
-// result, within --request-timeout, ctx and shutdown.
-func (u *upstream) ask(ctx context.Context, method string, params []byte) ([]byte, error) {
+// result, or why there is none: the child's error, or its silence for d
+// (errNoReply), ctx's end (its error), the bridge's shutdown (ErrClosing),
+// or no child running (errRestarting).
+func (u *upstream) ask(ctx context.Context, method string, params []byte, d time.Duration) ([]byte, error) {
 	c := &call{answered: make(chan error, 1), keep: true}
 	u.mu.Lock()
 	child := u.child
@@ -145,10 +160,6 @@ func (u *upstream) ask(ctx context.Context, method string, params []byte) ([]byt
 	id := u.nextID
 	u.mu.Unlock()
 	u.write(child, [][]byte{line})
-	d := u.b.cfg.RequestTimeout
-	if d <= 0 {
-		d = DefaultRequestTimeout
-	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	var err error
@@ -157,7 +168,7 @@ func (u *upstream) ask(ctx context.Context, method string, params []byte) ([]byt
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-t.C:
-		err = errors.New("no answer in time")
+		err = errNoReply
 	case <-u.b.shutdown:
 		err = ErrClosing
 	}

@@ -502,8 +502,6 @@ func (u *upstream) responseLocked(line []byte, f fields, owned bool) {
 				err = fmt.Errorf("the MCP server refused initialize: %s", f.error.of(line))
 			case f.error.ok() && c.keep:
 				err = fmt.Errorf("the MCP server answered %s with an error: %s", c.method, f.error.of(line))
-			case f.error.ok() && c.method == "resources/subscribe":
-				err = fmt.Errorf("the MCP server refused resources/subscribe: %s", f.error.of(line))
 			case c.keep:
 				c.result = bytes.Clone(f.result.of(line))
 			}
