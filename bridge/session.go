@@ -176,7 +176,12 @@ func (s *Session) send(msgs []Message, init, jsonOnly bool) (*Stream, error) {
 	out := make([][]byte, 0, len(msgs))
 
 	u.mu.Lock()
-	if s.closed {
+	// A session with an endReason is on its way out (deleted, expired, its
+	// process gone for good) though end has not run yet: its requests in
+	// flight may already have their error, and a client that reads one and
+	// sends again must find the session gone, as it will a moment later,
+	// not told to retry a process that will never come back.
+	if s.closed || s.endReason != "" {
 		u.mu.Unlock()
 		return nil, ErrSessionNotFound
 	}
