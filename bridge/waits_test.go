@@ -509,8 +509,9 @@ func testLateProgress(t *testing.T, p peer) {
 	if r := callTool(ctx, t, s, "1", "progress_after"); r.text() != "ok" {
 		t.Fatalf("progress_after: %+v", r)
 	}
-	// The child writes in order: once this answer is in, so is the
-	// progress it wrote before it.
+	// The child writes the late progress with its answer, in one write:
+	// once a later call's answer is in, so is the progress. (Its calls
+	// run concurrently, so without that the answer could come first.)
 	callTool(ctx, t, s, "2", "pid")
 	if got := b.Stats().LateProgress.Load(); got != 1 {
 		t.Errorf("LateProgress %d, want 1", got)
