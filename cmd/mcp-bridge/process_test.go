@@ -21,6 +21,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path"
 	"reflect"
 	"regexp"
 	"slices"
@@ -847,6 +848,10 @@ func TestNothingOutlivesTheBridge(t *testing.T) {
 		// afterShutdown: pids that may outlive DELETE (ContainProcessGroup's
 		// re-parented daemons) must die at the SIGTERM that follows.
 		afterShutdown bool
+		// onlyChild: a SIGKILL of the bridge kills the direct child only
+		// (Pdeathsig); the README leaves the rest to what contains the
+		// bridge (a service manager, a container), and so does the test.
+		onlyChild bool
 	}{
 		{name: "per-session DELETE", end: "DELETE"},
 		{name: "per-session SIGTERM", end: "SIGTERM"},
@@ -864,8 +869,10 @@ func TestNothingOutlivesTheBridge(t *testing.T) {
 		// bridge leaves the group to the service manager (README).
 		{name: "cgroup DELETE", containment: "cgroup", end: "DELETE"},
 		{name: "cgroup SIGTERM", containment: "cgroup", end: "SIGTERM"},
+		{name: "cgroup SIGKILL", containment: "cgroup", end: "SIGKILL", onlyChild: true},
 		{name: "process-group DELETE", containment: "process-group", end: "DELETE", afterShutdown: true},
 		{name: "process-group SIGTERM", containment: "process-group", end: "SIGTERM"},
+		{name: "process-group SIGKILL", containment: "process-group", end: "SIGKILL", onlyChild: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -940,6 +947,27 @@ func TestNothingOutlivesTheBridge(t *testing.T) {
 					t.Logf("the processes: %+v", procs)
 				}
 			}()
+			if tt.onlyChild {
+				// README: "the direct child" dies with the bridge; under
+				// cgroup the rest "only if the service manager kills the
+				// bridge's cgroup", which it can because the rest is
+				// still in the session's group below the bridge's.
+				for _, pr := range procs {
+					if pr.what == "child" {
+						waitGone(t, pr.pid)
+					}
+				}
+				if tt.containment == "cgroup" {
+					var rest []int
+					for _, pr := range procs {
+						if pr.what != "child" {
+							rest = append(rest, pr.pid)
+						}
+					}
+					killAsServiceManager(t, p.cmd.Process.Pid, rest)
+				}
+				return
+			}
 			for _, pr := range procs {
 				if !pr.late {
 					waitGone(t, pr.pid, reapers...)
@@ -955,6 +983,108 @@ func TestNothingOutlivesTheBridge(t *testing.T) {
 			}
 		})
 	}
+}
+
+// killAsServiceManager checks that the processes pids left by a bridge
+// (bridgePid) that was SIGKILLed under --containment cgroup are each in a
+// group the bridge made below its own (named mcp-bridge-PID-N), so that a
+// service manager that kills the bridge's cgroup, as systemd does, kills
+// them too (README). Then it does to them what that kill would, with
+// cgroup.kill on those groups (the bridge's own group is this test's,
+// which is no service's), checks that they are gone, and removes the
+// groups.
+func killAsServiceManager(t *testing.T, bridgePid int, pids []int) {
+	t.Helper()
+	own, dirOf := ownCgroup(t)
+	prefix := path.Join(own, fmt.Sprintf("mcp-bridge-%d-", bridgePid))
+	groups := map[string]bool{}
+	for _, pid := range pids {
+		cg, ok := cgroupOf(t, strconv.Itoa(pid))
+		if !ok {
+			continue // gone already: nothing for the service manager to do
+		}
+		if !strings.HasPrefix(cg, prefix) {
+			t.Errorf("process %d outlives the bridge in cgroup %q, not in a group below the bridge's (%s*): no service manager would kill it", pid, cg, prefix)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			continue
+		}
+		groups[dirOf(cg)] = true
+	}
+	for dir := range groups {
+		t.Logf("the rest of the session is in %s; killing it as a service manager would", dir)
+		if err := os.WriteFile(path.Join(dir, "cgroup.kill"), []byte("1"), 0); err != nil {
+			t.Errorf("kill cgroup %s: %v", dir, err)
+		}
+	}
+	for _, pid := range pids {
+		waitGone(t, pid)
+	}
+	// An empty group can be removed. It is empty once its members have
+	// exited, which they may not all have done the moment the last is gone
+	// from /proc: a bounded poll, as in waitGone.
+	deadline := time.NewTimer(20 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for dir := range groups {
+		for err := syscall.Rmdir(dir); err != nil; err = syscall.Rmdir(dir) {
+			if !errors.Is(err, syscall.EBUSY) {
+				t.Errorf("remove cgroup %s: %v", dir, err)
+				break
+			}
+			select {
+			case <-deadline.C:
+				t.Errorf("cgroup %s is still populated", dir)
+				return
+			case <-tick.C:
+			}
+		}
+	}
+}
+
+// cgroupOf is the cgroup v2 group of pid ("self" for this process), from
+// the "0::" line of its /proc cgroup file; false if it has gone.
+func cgroupOf(t *testing.T, pid string) (string, bool) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + pid + "/cgroup")
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+		return "", false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if g, ok := strings.CutPrefix(strings.TrimSpace(line), "0::"); ok {
+			return g, true
+		}
+	}
+	t.Fatalf("process %s is in no cgroup v2 group:\n%s", pid, b)
+	return "", false
+}
+
+// ownCgroup is this process's cgroup v2 group, which the bridges it starts
+// share, and dir, which gives the directory of a group, found as stdio
+// finds them (the cgroup2 mount, and the root it mounts).
+func ownCgroup(t *testing.T) (group string, dir func(group string) string) {
+	t.Helper()
+	group, _ = cgroupOf(t, "self")
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(mi)) {
+		// id parent major:minor root mountpoint options... - fstype source options
+		pre, post, _ := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if len(f) < 5 || len(g) < 1 || g[0] != "cgroup2" {
+			continue
+		}
+		if root, mount := f[3], f[4]; strings.HasPrefix(group, root) {
+			return group, func(g string) string { return path.Join(mount, strings.TrimPrefix(g, root)) }
+		}
+	}
+	t.Fatal("no cgroup2 mount in /proc/self/mountinfo")
+	return "", nil
 }
 
 // intCall calls a tool with arguments and returns its result as a number.
