@@ -30,10 +30,18 @@ const (
 	// Linux 5.14 or later, with a writable cgroup.
 	ContainCgroup Containment = "cgroup"
 	// ContainProcessGroup runs each child in a process group of its own and
-	// ends the group and every descendant still linked to the child by its
-	// parent chain; orphans re-parented to the bridge die at shutdown.
+	// ends the group, every descendant still linked to the child by its
+	// parent chain, and the orphans re-parented to the bridge that carry
+	// the child's ContainmentMarkEnv; any other orphan dies at shutdown.
 	ContainProcessGroup Containment = "process-group"
 )
+
+// ContainmentMarkEnv is the variable that ContainProcessGroup adds to each
+// child's environment, with a random value of that child's own, after
+// whatever Options.Env says: the processes the child starts inherit it,
+// and once their parent has died and they are re-parented to the bridge
+// (a child subreaper), it is how the bridge tells whose they are.
+const ContainmentMarkEnv = "MCP_BRIDGE_CONTAINMENT_MARK"
 
 // Containments lists every strategy name SetContainment accepts: auto,
 // then the strategies best first, the order auto tries them in.

@@ -35,6 +35,7 @@ import (
 
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
+	"github.com/mcp-bridge/mcp-bridge/stdio"
 )
 
 // safetyNet bounds every wait of these tests. It is not a timing
@@ -227,7 +228,9 @@ func TestChildEnvironment(t *testing.T) {
 		got[k] = append(got[k], v)
 	}
 	for name := range got {
-		if strings.HasPrefix(name, envPrefix) {
+		// The mark of --containment process-group is the bridge's to
+		// give, not one of its settings (README).
+		if strings.HasPrefix(name, envPrefix) && name != stdio.ContainmentMarkEnv {
 			t.Errorf("the child sees the bridge's setting %s", name)
 		}
 	}
@@ -828,7 +831,8 @@ func runBridge(t *testing.T, bin string, env []string, args ...string) (int, str
 // TestNothingOutlivesTheBridge: in every mode, a child that ignores stdin
 // EOF and SIGTERM, its grandchildren (in its group, or setsid'd, ignoring
 // SIGTERM) and a daemon re-parented after a double fork all die when their
-// session ends (DELETE), when the bridge is stopped (SIGTERM), and when it
+// session ends (DELETE, or the child's crash), when the bridge is stopped
+// (SIGTERM), and when it
 // is killed (SIGKILL), with the init of their PID namespace if they had
 // one. The weaker strategies are held to what the README promises of them.
 func TestNothingOutlivesTheBridge(t *testing.T) {
@@ -838,23 +842,20 @@ func TestNothingOutlivesTheBridge(t *testing.T) {
 		{"setsid": true, "ignore_term": true},
 		{"daemon": true},
 	}
-	const daemon = 2 // forks[daemon]
 	perIdentity := []string{"--mode", "per-identity", "--token-env", "ALICE_TOKEN"}
 	tests := []struct {
 		name        string
 		args        []string // bridge args before "--"
 		containment string   // "" is auto
 		stateless   bool
-		end         string // DELETE, SIGTERM or SIGKILL
-		// afterShutdown: pids that may outlive DELETE (ContainProcessGroup's
-		// re-parented daemons) must die at the SIGTERM that follows.
-		afterShutdown bool
+		end         string // DELETE, crash (of the child), SIGTERM or SIGKILL
 		// onlyChild: a SIGKILL of the bridge kills the direct child only
 		// (Pdeathsig); the README leaves the rest to what contains the
 		// bridge (a service manager, a container), and so does the test.
 		onlyChild bool
 	}{
 		{name: "per-session DELETE", end: "DELETE"},
+		{name: "per-session crash", end: "crash"},
 		{name: "per-session SIGTERM", end: "SIGTERM"},
 		{name: "per-session SIGKILL", end: "SIGKILL"},
 		// A principal's child, shared by its two sessions, stops with
@@ -869,9 +870,14 @@ func TestNothingOutlivesTheBridge(t *testing.T) {
 		// cgroup.kill ends a session's whole group; a SIGKILL of the
 		// bridge leaves the group to the service manager (README).
 		{name: "cgroup DELETE", containment: "cgroup", end: "DELETE"},
+		{name: "cgroup crash", containment: "cgroup", end: "crash"},
 		{name: "cgroup SIGTERM", containment: "cgroup", end: "SIGTERM"},
 		{name: "cgroup SIGKILL", containment: "cgroup", end: "SIGKILL", onlyChild: true},
-		{name: "process-group DELETE", containment: "process-group", end: "DELETE", afterShutdown: true},
+		// What the child started and left (the daemon whose parent
+		// exited first; after a crash, every grandchild) is re-parented
+		// to the bridge, which finds it by the child's mark.
+		{name: "process-group DELETE", containment: "process-group", end: "DELETE"},
+		{name: "process-group crash", containment: "process-group", end: "crash"},
 		{name: "process-group SIGTERM", containment: "process-group", end: "SIGTERM"},
 		{name: "process-group SIGKILL", containment: "process-group", end: "SIGKILL", onlyChild: true},
 	}
@@ -901,7 +907,6 @@ func TestNothingOutlivesTheBridge(t *testing.T) {
 			type proc struct {
 				pid  int
 				what string
-				late bool // may outlive DELETE (afterShutdown)
 			}
 			var procs []proc
 			for _, s := range clients {
@@ -911,9 +916,9 @@ func TestNothingOutlivesTheBridge(t *testing.T) {
 				if _, ppid, ok := procState(t, child); ok && ppid != p.cmd.Process.Pid {
 					procs = append(procs, proc{pid: ppid, what: "the child's parent"})
 				}
-				for i, args := range forks {
+				for _, args := range forks {
 					pid := s.intCall("fork", args)
-					procs = append(procs, proc{pid: pid, what: fmt.Sprintf("fork %v", args), late: tt.afterShutdown && i == daemon})
+					procs = append(procs, proc{pid: pid, what: fmt.Sprintf("fork %v", args)})
 					t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) }) // whatever the test finds
 				}
 			}
@@ -933,6 +938,15 @@ func TestNothingOutlivesTheBridge(t *testing.T) {
 				for _, s := range clients {
 					if got := s.delete(); got != http.StatusOK {
 						t.Fatalf("DELETE: status %d, want 200", got)
+					}
+				}
+			case "crash":
+				for _, s := range clients {
+					ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
+					r, err := s.call(ctx, "crash", map[string]any{"code": 3})
+					cancel()
+					if err != nil || r.Error == nil || r.Error.Code != bridge.CodeChildExited {
+						t.Fatalf("crash: %s %v, want a JSON-RPC error with code %d", r.raw, err, bridge.CodeChildExited)
 					}
 				}
 			case "SIGTERM":
@@ -970,17 +984,7 @@ func TestNothingOutlivesTheBridge(t *testing.T) {
 				return
 			}
 			for _, pr := range procs {
-				if !pr.late {
-					waitGone(t, pr.pid, reapers...)
-				}
-			}
-			if tt.afterShutdown {
-				if err := p.Signal(syscall.SIGTERM); err != nil {
-					t.Errorf("mcp-bridge after SIGTERM: %v, want exit status 0", err)
-				}
-				for _, pr := range procs {
-					waitGone(t, pr.pid, reapers...)
-				}
+				waitGone(t, pr.pid, reapers...)
 			}
 		})
 	}
