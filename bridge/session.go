@@ -176,7 +176,12 @@ func (s *Session) send(msgs []Message, init, jsonOnly bool) (*Stream, error) {
 	out := make([][]byte, 0, len(msgs))
 
 	u.mu.Lock()
-	if s.closed {
+	// A session with an endReason is on its way out (deleted, expired, its
+	// process gone for good) though end has not run yet: its requests in
+	// flight may already have their error, and a client that reads one and
+	// sends again must find the session gone, as it will a moment later,
+	// not told to retry a process that will never come back.
+	if s.closed || s.endReason != "" {
 		u.mu.Unlock()
 		return nil, ErrSessionNotFound
 	}
@@ -711,6 +716,30 @@ func (s *Session) forgetLocked(st *Stream) {
 	}
 }
 
+// failCallsLocked answers every request of the session still in flight
+// on its shared child, which lives on, with -32005 and why the session
+// ended, as a per-session child's exit answers them (watch): whether the
+// session was deleted, expired or the bridge is shutting down, its client
+// gets an answer rather than a stream that ends without one. It returns
+// the cancellations that tell the child nobody wants the answers. An
+// initialize is left alone: it "MUST NOT be cancelled", and its answer
+// initializes the shared child for the sessions that wait on it.
+func (s *Session) failCallsLocked() [][]byte {
+	u := s.up
+	reason := cmp.Or(s.endReason, "the session ended")
+	var cancels [][]byte
+	for id, c := range u.calls {
+		if c.sess != s || c.init {
+			continue
+		}
+		u.settleLocked(id)
+		s.doneLocked(c)
+		s.answerLocked(c, errorResponse(c.clientID, CodeChildExited, reason, nil))
+		cancels = append(cancels, cancelNotification(id, reason))
+	}
+	return cancels
+}
+
 // Close ends the session at the client's request (DELETE). In per-session
 // mode its child is stopped with the graceful sequence and Close returns
 // once it is reaped.
@@ -736,7 +765,9 @@ func (s *Session) stop(ctx context.Context, reason string) {
 
 // end closes the session: its streams finish, and on a shared child its
 // subscriptions and log level are withdrawn. Requests still in flight have
-// been answered (per-session: by watch) or their answers will be dropped.
+// been answered (per-session: by watch); on a shared child, a client's
+// session's are answered here (failCallsLocked); a session of the
+// bridge's own (stateless, modern) drops them, as its request is over.
 func (s *Session) end() {
 	s.endOnce.Do(func() {
 		s.b.remove(s)
@@ -745,6 +776,9 @@ func (s *Session) end() {
 		s.closed = true
 		delete(u.sessions, s)
 		var lines [][]byte
+		if u.shared && !s.ephemeral() {
+			lines = s.failCallsLocked()
+		}
 		if u.shared {
 			for uri := range s.subs {
 				delete(u.subs[uri], s)

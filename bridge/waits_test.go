@@ -495,6 +495,57 @@ func testInitTimeout(t *testing.T, p peer) {
 	}
 }
 
+// TestSharedSessionEnds: a session on a shared child ends (DELETE, the
+// bridge's shutdown) with a call in flight that the child never answers.
+// The call gets -32005 with why the session ended, at once, and the
+// child is told to cancel it, as a per-session child's stop answers it.
+// Before, its stream ended without an answer.
+func TestSharedSessionEnds(t *testing.T) { forPeers(t, testSharedSessionEnds) }
+
+func testSharedSessionEnds(t *testing.T, p peer) {
+	for _, mode := range []string{ModeShared, ModePerIdentity} {
+		t.Run(mode, func(t *testing.T) {
+			ctx := safety(t)
+			b, logs := peerBridge(t, p, Config{Mode: mode})
+			// other stays to the end, so the child does too.
+			other, _, err := join(ctx, t, b, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hang := func(s *Session, id string, n int) *Stream {
+				st := start(t, s, id, "hang")
+				until(t, "the hang call reached the child", func() bool {
+					return strings.Count(logs.String(), "badchild: hang received") >= n
+				})
+				return st
+			}
+			s, _, err := join(ctx, t, b, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := hang(s, "1", 1)
+			s.Close()
+			if r := drain(ctx, t, st); r.Error == nil || r.Error.Code != CodeChildExited || r.Error.Message != reasonDeleted {
+				t.Fatalf("the call in flight when its session was deleted: %+v, want -32005 %q", r, reasonDeleted)
+			}
+			var cancelled []json.RawMessage
+			if r := callTool(ctx, t, other, "2", "cancels"); json.Unmarshal([]byte(r.text()), &cancelled) != nil || len(cancelled) != 1 {
+				t.Errorf("the child was told to cancel %s, want the deleted session's call", r.text())
+			}
+
+			st = hang(other, "3", 2)
+			closed := make(chan error, 1)
+			go func() { closed <- b.Close(ctx) }()
+			if r := drain(ctx, t, st); r.Error == nil || r.Error.Code != CodeChildExited || r.Error.Message != reasonShutdown {
+				t.Fatalf("the call in flight at shutdown: %+v, want -32005 %q", r, reasonShutdown)
+			}
+			if err := <-closed; err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 // TestLateProgress (issue point 13): progress after its request's answer
 // is dropped, logged at debug with the child's id, and counted.
 func TestLateProgress(t *testing.T) { forPeers(t, testLateProgress) }
@@ -509,8 +560,9 @@ func testLateProgress(t *testing.T, p peer) {
 	if r := callTool(ctx, t, s, "1", "progress_after"); r.text() != "ok" {
 		t.Fatalf("progress_after: %+v", r)
 	}
-	// The child writes in order: once this answer is in, so is the
-	// progress it wrote before it.
+	// The child writes the late progress with its answer, in one write:
+	// once a later call's answer is in, so is the progress. (Its calls
+	// run concurrently, so without that the answer could come first.)
 	callTool(ctx, t, s, "2", "pid")
 	if got := b.Stats().LateProgress.Load(); got != 1 {
 		t.Errorf("LateProgress %d, want 1", got)

@@ -311,7 +311,7 @@ func TestMetricsTimeoutsAndLateProgress(t *testing.T) {
 	a := o.session("2025-11-25")
 	for i, step := range []struct{ tool, want string }{
 		{"progress_after", `"ok"`},
-		{"echo", `"after"`}, // the child writes in order: the late progress is in before this
+		{"echo", `"after"`}, // the child writes the late progress with its answer: it is in before this
 		{"hang", "--request-timeout"},
 		{"close_stdout", "closed its stdout"},
 	} {

@@ -249,10 +249,13 @@ func TestRequestTimeoutSDK(t *testing.T) {
 // TestClientsGiveUpOnInitialize (issue 10 point 4): four clients give up
 // on a server that never answers initialize, and go without DELETE. Their
 // sessions end and their processes are stopped once --init-timeout runs
-// out, whatever --idle-timeout says. Before, all four stayed, each with
-// its process: the initialize in flight kept them from idling.
+// out, whatever --idle-timeout says: each client's own (per-session), or
+// the principal's once its last session has ended (per-identity); a shared
+// one (shared, stateless) is stopped as unresponsive and restarted. Before,
+// all four stayed, each with its process: the initialize in flight kept
+// them from idling.
 func TestClientsGiveUpOnInitialize(t *testing.T) {
-	for _, m := range []mode{perSession, shared} {
+	for _, m := range []mode{perSession, shared, perIdentity, stateless} {
 		t.Run(m.name, func(t *testing.T) {
 			e := modeEnv(t, m, bridge.Config{InitTimeout: time.Second, IdleTimeout: 5 * time.Second}, "-never-init")
 			var wg sync.WaitGroup
@@ -269,7 +272,7 @@ func TestClientsGiveUpOnInitialize(t *testing.T) {
 			}
 			wg.Wait()
 			eventually(t, "every session ended", func() bool { return e.b.Len() == 0 })
-			if m.name == perSession.name {
+			if m.name == perSession.name || m.name == perIdentity.name {
 				eventually(t, "every process was stopped", func() bool { return e.b.Children() == 0 })
 			}
 			eventually(t, "a process was stopped as unresponsive", func() bool { return e.b.Stats().ChildrenUnresponsive.Load() > 0 })

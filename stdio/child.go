@@ -60,7 +60,8 @@ type Options struct {
 	Dir string
 	// Env is the child's entire environment. Nil means an empty one: the
 	// child never inherits the bridge's environment implicitly, because that
-	// holds the bridge's own secrets (see Environ).
+	// holds the bridge's own secrets (see Environ). ContainProcessGroup
+	// adds ContainmentMarkEnv to it.
 	Env []string
 	// MaxLineBytes caps one stdout line (one JSON-RPC message). A longer
 	// line is discarded up to its newline and reported to OnOversize.
@@ -391,8 +392,8 @@ func (c *Child) supervise(stdoutDone, stderrDone <-chan struct{}) {
 
 	// Everything the child started is dead, so stdout reaches EOF as soon
 	// as the reader has drained what the child wrote. Only a process that
-	// escaped the tree (under ContainProcessGroup, one whose parent died
-	// first) can still hold the pipe; don't wait for it for ever.
+	// escaped the tree (under ContainProcessGroup, an orphan without the
+	// child's mark) can still hold the pipe; don't wait for it for ever.
 	bound := time.NewTimer(c.opts.StopGrace)
 	defer bound.Stop()
 	for _, ch := range []<-chan struct{}{stdoutDone, stderrDone} {

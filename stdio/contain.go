@@ -36,11 +36,20 @@ const (
 	ContainJobObject Containment = "job-object"
 	// ContainProcessGroup runs each child in a process group of its own and
 	// ends the group and every descendant still linked to the child by its
-	// parent chain. On Linux, orphans re-parented to the bridge die at
-	// shutdown and the child dies with the bridge (Pdeathsig); macOS has
-	// neither (see contain_darwin.go). Linux and macOS.
+	// parent chain. On Linux, also the orphans re-parented to the bridge
+	// that carry the child's ContainmentMarkEnv (any other orphan dies at
+	// shutdown), and the child dies with the bridge (Pdeathsig); macOS has
+	// neither subreaper nor Pdeathsig (see contain_darwin.go). Linux and
+	// macOS.
 	ContainProcessGroup Containment = "process-group"
 )
+
+// ContainmentMarkEnv is the variable that ContainProcessGroup adds to each
+// child's environment, with a random value of that child's own, after
+// whatever Options.Env says: the processes the child starts inherit it,
+// and once their parent has died and they are re-parented to the bridge
+// (a child subreaper), it is how the bridge tells whose they are.
+const ContainmentMarkEnv = "MCP_BRIDGE_CONTAINMENT_MARK"
 
 // Containments lists every strategy name SetContainment accepts: auto,
 // then the strategies best first, the order auto tries them in. Each

@@ -3,6 +3,7 @@ package stdio
 import (
 	"bufio"
 	"bytes"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -459,11 +460,13 @@ func cgroupOf(pid int) string {
 // ---- process group ----
 
 // groupTree is a command leading a process group of its own. Signals go
-// to the group and to every descendant still linked to the command by its
-// parent chain (setsid'd ones included); a descendant whose parent died
-// first is re-parented to the bridge, and dies at shutdown (ReapOrphans).
+// to the group, to every descendant still linked to the command by its
+// parent chain (setsid'd ones included), and to every process the command
+// started that was re-parented to the bridge, found by its mark (see
+// markedOrphans), with its own descendants.
 type groupTree struct {
-	cmd *exec.Cmd
+	cmd  *exec.Cmd
+	mark string // the value of ContainmentMarkEnv in the tree's environment
 
 	mu     sync.Mutex // orders signals against reaping the leader
 	reaped bool
@@ -474,11 +477,26 @@ type groupTree struct {
 }
 
 func startGroup(cmd *exec.Cmd) (tree, error) {
+	mark := rand.Text()
+	cmd.Env = withMark(cmd.Env, mark)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := spawn(cmd); err != nil {
 		return nil, err
 	}
-	return &groupTree{cmd: cmd}, nil
+	return &groupTree{cmd: cmd, mark: mark}, nil
+}
+
+// withMark is env with ContainmentMarkEnv set to mark, in place of any
+// value it had (the bridge strips its own variables from what the child
+// inherits, but another caller of Start may not).
+func withMark(env []string, mark string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if envName(kv) != ContainmentMarkEnv {
+			out = append(out, kv)
+		}
+	}
+	return append(out, ContainmentMarkEnv+"="+mark)
 }
 
 func (t *groupTree) pid() int { return t.cmd.Process.Pid }
@@ -492,7 +510,7 @@ func (t *groupTree) signal(sig syscall.Signal) {
 	pid := t.cmd.Process.Pid
 	// The descendants first: once the leader dies (SIGKILL), its children
 	// are re-parented and no walk from it finds them.
-	fds := descendants(pid)
+	fds := append(descendants(pid), markedOrphans(t.mark)...)
 	// Until the leader is reaped its pid, which is the group id, cannot be
 	// reused, so the group signal never reaches a stranger.
 	_ = syscall.Kill(-pid, sig)
@@ -508,8 +526,12 @@ func (t *groupTree) wait() error {
 	// the leftovers are killed.
 	waitExitNoReap(pid)
 	t.mu.Lock()
+	// The leader's children were re-parented to the bridge as it exited,
+	// before it could be waited for: they, and what they started, are
+	// found by the mark, before the group kill orphans more of them.
+	left := markedOrphans(t.mark)
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
-	for _, fd := range t.seen {
+	for _, fd := range append(t.seen, left...) {
 		_ = unix.PidfdSendSignal(fd, syscall.SIGKILL, nil, 0)
 		unix.Close(fd)
 	}
@@ -543,6 +565,56 @@ func descendants(pid int) []int {
 			fds = append(fds, fd)
 			queue = append(queue, c)
 		}
+	}
+	return fds
+}
+
+// markedOrphans returns pidfds of every process re-parented to this one
+// that carries ContainmentMarkEnv=mark in its environment, and of every
+// descendant of each.
+//
+// A process whose parent dies before it is re-parented to the nearest
+// child subreaper, which is the bridge (EnableSubreaper): a daemon that
+// forked twice, or a grandchild whose parent the group kill ended, is no
+// longer linked to the child by its parent chain, and outside the child's
+// group if it called setsid. What still ties it to the child is the
+// environment it inherited, which /proc/PID/environ shows to a process of
+// the same user: the mark, random per child, names whose it is. The
+// bridge's own children (the registry) are no orphans, and are skipped.
+//
+// What this cannot find escapes until ReapOrphans at shutdown: a process
+// started with an environment of its own, without the mark (env -i, or a
+// daemon that rebuilds its environment and execs itself again), one whose
+// environment this process may not read (it changed its user), one whose
+// parent is still alive but was itself found by nothing, and anything
+// forked between the walk and the signal. Without a subreaper (a test
+// binary) orphans go to PID 1 and none is found.
+func markedOrphans(mark string) []int {
+	self := os.Getpid()
+	children := childrenOf(self)
+	want := []byte("\x00" + ContainmentMarkEnv + "=" + mark + "\x00")
+	var fds []int
+	for _, pid := range children {
+		regMu.Lock()
+		own := known[pid]
+		regMu.Unlock()
+		if own {
+			continue
+		}
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			continue
+		}
+		// Pinned by the pidfd: still ours, and carrying the mark, it is
+		// the process meant and not one that reuses a dead one's pid.
+		env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		if _, ppid, serr := procStat(pid); serr != nil || ppid != self || err != nil ||
+			!bytes.Contains(append([]byte{0}, env...), want) {
+			unix.Close(fd)
+			continue
+		}
+		fds = append(fds, fd)
+		fds = append(fds, descendants(pid)...)
 	}
 	return fds
 }

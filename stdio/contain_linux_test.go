@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -63,8 +64,10 @@ func TestContainment(t *testing.T) {
 		name string
 		args map[string]any
 		// escapes names the ends after which ContainProcessGroup lets this
-		// one live on (until the bridge's shutdown, see ReapOrphans): it
-		// is no longer linked to the child when the child is gone.
+		// one live on here: it is no longer linked to the child when the
+		// child is gone, and is re-parented to PID 1, since this test
+		// binary is no subreaper. The bridge is one: it finds such orphans
+		// by the child's mark (cmd/mcp-bridge's TestNothingOutlivesTheBridge).
 		escapes []string
 	}{
 		{"in the group", nil, nil},
@@ -112,6 +115,39 @@ func TestContainment(t *testing.T) {
 					waitGone(t, pids[g.name])
 				}
 			})
+		}
+	})
+}
+
+// TestContainmentMark: under ContainProcessGroup each child, and what it
+// starts, carries ContainmentMarkEnv with a value of its own, in place of
+// any the caller's environment had; under the other strategies, none.
+func TestContainmentMark(t *testing.T) {
+	forEachContainment(t, func(t *testing.T, cont stdio.Containment) {
+		if cont == stdio.ContainAuto {
+			t.Skip("the strategies themselves are below")
+		}
+		ctx := testContext(t)
+		marks := map[string]bool{}
+		for range 2 {
+			p := startChild(t, stdio.Options{Containment: cont, Env: []string{stdio.ContainmentMarkEnv + "=the caller's"}})
+			p.call(1, "env", nil)
+			var got []string
+			for kv := range strings.SplitSeq(p.text(ctx, 1), "\n") {
+				if v, ok := strings.CutPrefix(kv, stdio.ContainmentMarkEnv+"="); ok {
+					got = append(got, v)
+				}
+			}
+			if cont != stdio.ContainProcessGroup {
+				if !slices.Equal(got, []string{"the caller's"}) {
+					t.Fatalf("the child's %s: %q, want the caller's, as it was", stdio.ContainmentMarkEnv, got)
+				}
+				continue
+			}
+			if len(got) != 1 || got[0] == "the caller's" || len(got[0]) < 16 || marks[got[0]] {
+				t.Fatalf("the child's %s: %q, want one random value of its own", stdio.ContainmentMarkEnv, got)
+			}
+			marks[got[0]] = true
 		}
 	})
 }

@@ -93,8 +93,9 @@ func EnableSubreaper(ctx context.Context, log *slog.Logger) error {
 // ReapOrphans kills and reaps the orphans left with this process until
 // none is left or ctx ends. Call it after every Child is stopped, before
 // the process exits: whatever is still re-parented to the bridge then is
-// a descendant whose own parent died before it (a daemon that forked
-// twice, under ContainProcessGroup) and that no Child will stop, or one
+// a descendant whose own parent died before it and that no Child will
+// stop (under ContainProcessGroup, one without its child's mark, see
+// markedOrphans), or one
 // that died after the reaper of EnableSubreaper stopped and would stay a
 // zombie of PID 1, which may never reap it.
 func ReapOrphans(ctx context.Context) error {

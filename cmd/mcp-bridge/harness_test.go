@@ -38,12 +38,31 @@ var listening = regexp.MustCompile(`url=(http://[^\s]+?)(/[^\s]*)`)
 // listens. The process is stopped with SIGTERM on cleanup, then killed.
 func startBridge(t testing.TB, env []string, args ...string) *bridgeProc {
 	t.Helper()
-	bin := testpeers.BuildGo(t, "./cmd/mcp-bridge")
+	return startBridgeAs(t, bridgeExec{}, env, args...)
+}
+
+// bridgeExec says how startBridgeAs runs mcp-bridge; the zero value runs
+// the build of startBridge as this process's user, in this directory.
+type bridgeExec struct {
+	bin  string               // the executable; default the build
+	dir  string               // the working directory; default this one
+	attr *syscall.SysProcAttr // another user's credentials, say
+}
+
+// startBridgeAs is startBridge run as x says.
+func startBridgeAs(t testing.TB, x bridgeExec, env []string, args ...string) *bridgeProc {
+	t.Helper()
+	bin := x.bin
+	if bin == "" {
+		bin = testpeers.BuildGo(t, "./cmd/mcp-bridge")
+	}
 	if env == nil {
 		env = os.Environ()
 	}
 	cmd := exec.Command(bin, append([]string{"--port", "0", "--log-level", "debug"}, args...)...)
 	cmd.Env = env
+	cmd.Dir = x.dir
+	cmd.SysProcAttr = x.attr
 	pr, pw := io.Pipe()
 	p := &bridgeProc{t: t, cmd: cmd, done: make(chan struct{}), line: make(chan struct{}, 1)}
 	cmd.Stderr = pw

@@ -21,6 +21,8 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -33,6 +35,7 @@ import (
 
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
+	"github.com/mcp-bridge/mcp-bridge/stdio"
 )
 
 // safetyNet bounds every wait of these tests. It is not a timing
@@ -225,7 +228,9 @@ func TestChildEnvironment(t *testing.T) {
 		got[k] = append(got[k], v)
 	}
 	for name := range got {
-		if strings.HasPrefix(name, envPrefix) {
+		// The mark of --containment process-group is the bridge's to
+		// give, not one of its settings (README).
+		if strings.HasPrefix(name, envPrefix) && name != stdio.ContainmentMarkEnv {
 			t.Errorf("the child sees the bridge's setting %s", name)
 		}
 	}
@@ -826,7 +831,8 @@ func runBridge(t *testing.T, bin string, env []string, args ...string) (int, str
 // TestNothingOutlivesTheBridge: in every mode, a child that ignores stdin
 // EOF and SIGTERM, its grandchildren (in its group, or setsid'd, ignoring
 // SIGTERM) and a daemon re-parented after a double fork all die when their
-// session ends (DELETE), when the bridge is stopped (SIGTERM), and when it
+// session ends (DELETE, or the child's crash), when the bridge is stopped
+// (SIGTERM), and when it
 // is killed (SIGKILL), with the init of their PID namespace if they had
 // one. The weaker strategies are held to what the README promises of them.
 func TestNothingOutlivesTheBridge(t *testing.T) {
@@ -836,19 +842,20 @@ func TestNothingOutlivesTheBridge(t *testing.T) {
 		{"setsid": true, "ignore_term": true},
 		{"daemon": true},
 	}
-	const daemon = 2 // forks[daemon]
 	perIdentity := []string{"--mode", "per-identity", "--token-env", "ALICE_TOKEN"}
 	tests := []struct {
 		name        string
 		args        []string // bridge args before "--"
 		containment string   // "" is auto
 		stateless   bool
-		end         string // DELETE, SIGTERM or SIGKILL
-		// afterShutdown: pids that may outlive DELETE (ContainProcessGroup's
-		// re-parented daemons) must die at the SIGTERM that follows.
-		afterShutdown bool
+		end         string // DELETE, crash (of the child), SIGTERM or SIGKILL
+		// onlyChild: a SIGKILL of the bridge kills the direct child only
+		// (Pdeathsig); the README leaves the rest to what contains the
+		// bridge (a service manager, a container), and so does the test.
+		onlyChild bool
 	}{
 		{name: "per-session DELETE", end: "DELETE"},
+		{name: "per-session crash", end: "crash"},
 		{name: "per-session SIGTERM", end: "SIGTERM"},
 		{name: "per-session SIGKILL", end: "SIGKILL"},
 		// A principal's child, shared by its two sessions, stops with
@@ -863,9 +870,16 @@ func TestNothingOutlivesTheBridge(t *testing.T) {
 		// cgroup.kill ends a session's whole group; a SIGKILL of the
 		// bridge leaves the group to the service manager (README).
 		{name: "cgroup DELETE", containment: "cgroup", end: "DELETE"},
+		{name: "cgroup crash", containment: "cgroup", end: "crash"},
 		{name: "cgroup SIGTERM", containment: "cgroup", end: "SIGTERM"},
-		{name: "process-group DELETE", containment: "process-group", end: "DELETE", afterShutdown: true},
+		{name: "cgroup SIGKILL", containment: "cgroup", end: "SIGKILL", onlyChild: true},
+		// What the child started and left (the daemon whose parent
+		// exited first; after a crash, every grandchild) is re-parented
+		// to the bridge, which finds it by the child's mark.
+		{name: "process-group DELETE", containment: "process-group", end: "DELETE"},
+		{name: "process-group crash", containment: "process-group", end: "crash"},
 		{name: "process-group SIGTERM", containment: "process-group", end: "SIGTERM"},
+		{name: "process-group SIGKILL", containment: "process-group", end: "SIGKILL", onlyChild: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -893,7 +907,6 @@ func TestNothingOutlivesTheBridge(t *testing.T) {
 			type proc struct {
 				pid  int
 				what string
-				late bool // may outlive DELETE (afterShutdown)
 			}
 			var procs []proc
 			for _, s := range clients {
@@ -903,9 +916,9 @@ func TestNothingOutlivesTheBridge(t *testing.T) {
 				if _, ppid, ok := procState(t, child); ok && ppid != p.cmd.Process.Pid {
 					procs = append(procs, proc{pid: ppid, what: "the child's parent"})
 				}
-				for i, args := range forks {
+				for _, args := range forks {
 					pid := s.intCall("fork", args)
-					procs = append(procs, proc{pid: pid, what: fmt.Sprintf("fork %v", args), late: tt.afterShutdown && i == daemon})
+					procs = append(procs, proc{pid: pid, what: fmt.Sprintf("fork %v", args)})
 					t.Cleanup(func() { killPid(pid) }) // whatever the test finds
 				}
 			}
@@ -927,6 +940,15 @@ func TestNothingOutlivesTheBridge(t *testing.T) {
 						t.Fatalf("DELETE: status %d, want 200", got)
 					}
 				}
+			case "crash":
+				for _, s := range clients {
+					ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
+					r, err := s.call(ctx, "crash", map[string]any{"code": 3})
+					cancel()
+					if err != nil || r.Error == nil || r.Error.Code != bridge.CodeChildExited {
+						t.Fatalf("crash: %s %v, want a JSON-RPC error with code %d", r.raw, err, bridge.CodeChildExited)
+					}
+				}
 			case "SIGTERM":
 				if err := p.Signal(syscall.SIGTERM); err != nil {
 					t.Errorf("mcp-bridge after SIGTERM: %v, want exit status 0", err)
@@ -940,21 +962,231 @@ func TestNothingOutlivesTheBridge(t *testing.T) {
 					t.Logf("the processes: %+v", procs)
 				}
 			}()
-			for _, pr := range procs {
-				if !pr.late {
-					waitGone(t, pr.pid, reapers...)
-				}
-			}
-			if tt.afterShutdown {
-				if err := p.Signal(syscall.SIGTERM); err != nil {
-					t.Errorf("mcp-bridge after SIGTERM: %v, want exit status 0", err)
-				}
+			if tt.onlyChild {
+				// README: "the direct child" dies with the bridge; under
+				// cgroup the rest "only if the service manager kills the
+				// bridge's cgroup", which it can because the rest is
+				// still in the session's group below the bridge's.
 				for _, pr := range procs {
-					waitGone(t, pr.pid, reapers...)
+					if pr.what == "child" {
+						waitGone(t, pr.pid)
+					}
 				}
+				if tt.containment == "cgroup" {
+					var rest []int
+					for _, pr := range procs {
+						if pr.what != "child" {
+							rest = append(rest, pr.pid)
+						}
+					}
+					killAsServiceManager(t, p.cmd.Process.Pid, rest)
+				}
+				return
+			}
+			for _, pr := range procs {
+				waitGone(t, pr.pid, reapers...)
 			}
 		})
 	}
+}
+
+// TestUnprivilegedSIGKILL: a bridge run as an unprivileged user (nobody),
+// whose PID namespaces need a user namespace, is SIGKILLed with a session
+// whose child ignores stdin EOF and SIGTERM and has started a grandchild
+// that left its group (setsid) and ignores SIGTERM: the child, the
+// grandchild and the init of their namespace all die with it. The tests
+// above run the bridge as root, whose namespaces need none; stdio's
+// TestUnprivileged runs as nobody but only ever ends the child.
+func TestUnprivilegedSIGKILL(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root: the tests above ran the bridge unprivileged")
+	}
+	const nobody = 65534
+	// nobody must be able to run both executables from where they are:
+	// copies in a directory of its own that anyone may read.
+	dir, err := os.MkdirTemp("", "mcp-bridge-unprivileged-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin, badchild := filepath.Join(dir, "mcp-bridge"), filepath.Join(dir, "badchild")
+	copyExecutable(t, testpeers.BuildGo(t, "./cmd/mcp-bridge"), bin)
+	copyExecutable(t, testpeers.BuildGo(t, "./testdata/badchild"), badchild)
+
+	p := startBridgeAs(t, bridgeExec{bin: bin, dir: dir, attr: &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}},
+		environWithout(envPrefix), "--containment", "pid-namespace", "--", badchild, "-ignore-eof", "-ignore-term")
+	waitLogged(t, p, `msg="process containment" strategy=pid-namespace why="a PID namespace per child, in a user namespace`)
+	s := openSession(t, p.URL)
+	child := s.intTool("pid")
+	_, init, _ := procState(t, child)
+	if init == p.cmd.Process.Pid {
+		t.Fatalf("the child (%d) is the bridge's own child, want it under the init of a namespace", child)
+	}
+	grandchild := s.intCall("fork", map[string]any{"setsid": true, "ignore_term": true})
+	procs := map[int]string{child: "the child", grandchild: "the grandchild", init: "the init of their namespace"}
+	for pid, what := range procs {
+		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) }) // whatever the test finds
+		if st, _, ok := procState(t, pid); !ok || st == "Z" {
+			t.Fatalf("%s (%d) should be running (state %q)", what, pid, st)
+		}
+		if uid := procUID(t, pid); uid != nobody {
+			t.Fatalf("%s (%d) runs as uid %d, want nobody (%d)", what, pid, uid, nobody)
+		}
+	}
+	_ = p.Signal(syscall.SIGKILL)
+	for pid := range procs {
+		waitGone(t, pid)
+	}
+}
+
+// procUID is the real uid process pid runs as, from /proc.
+func procUID(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "Uid:" {
+			uid, err := strconv.Atoi(f[1])
+			if err != nil {
+				break
+			}
+			return uid
+		}
+	}
+	t.Fatalf("no Uid in /proc/%d/status:\n%s", pid, b)
+	return -1
+}
+
+// copyExecutable copies the executable from to a new file to, which
+// anyone may read and run.
+func copyExecutable(t *testing.T, from, to string) {
+	t.Helper()
+	src, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The mode asked for is cut by the umask; nobody needs all of it.
+	if err := os.Chmod(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// killAsServiceManager checks that the processes pids left by a bridge
+// (bridgePid) that was SIGKILLed under --containment cgroup are each in a
+// group the bridge made below its own (named mcp-bridge-PID-N), so that a
+// service manager that kills the bridge's cgroup, as systemd does, kills
+// them too (README). Then it does to them what that kill would, with
+// cgroup.kill on those groups (the bridge's own group is this test's,
+// which is no service's), checks that they are gone, and removes the
+// groups.
+func killAsServiceManager(t *testing.T, bridgePid int, pids []int) {
+	t.Helper()
+	own, dirOf := ownCgroup(t)
+	prefix := path.Join(own, fmt.Sprintf("mcp-bridge-%d-", bridgePid))
+	groups := map[string]bool{}
+	for _, pid := range pids {
+		cg, ok := cgroupOf(t, strconv.Itoa(pid))
+		if !ok {
+			continue // gone already: nothing for the service manager to do
+		}
+		if !strings.HasPrefix(cg, prefix) {
+			t.Errorf("process %d outlives the bridge in cgroup %q, not in a group below the bridge's (%s*): no service manager would kill it", pid, cg, prefix)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			continue
+		}
+		groups[dirOf(cg)] = true
+	}
+	for dir := range groups {
+		t.Logf("the rest of the session is in %s; killing it as a service manager would", dir)
+		if err := os.WriteFile(path.Join(dir, "cgroup.kill"), []byte("1"), 0); err != nil {
+			t.Errorf("kill cgroup %s: %v", dir, err)
+		}
+	}
+	for _, pid := range pids {
+		waitGone(t, pid)
+	}
+	// An empty group can be removed. It is empty once its members have
+	// exited, which they may not all have done the moment the last is gone
+	// from /proc: a bounded poll, as in waitGone.
+	deadline := time.NewTimer(20 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for dir := range groups {
+		for err := syscall.Rmdir(dir); err != nil; err = syscall.Rmdir(dir) {
+			if !errors.Is(err, syscall.EBUSY) {
+				t.Errorf("remove cgroup %s: %v", dir, err)
+				break
+			}
+			select {
+			case <-deadline.C:
+				t.Errorf("cgroup %s is still populated", dir)
+				return
+			case <-tick.C:
+			}
+		}
+	}
+}
+
+// cgroupOf is the cgroup v2 group of pid ("self" for this process), from
+// the "0::" line of its /proc cgroup file; false if it has gone.
+func cgroupOf(t *testing.T, pid string) (string, bool) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + pid + "/cgroup")
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+		return "", false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if g, ok := strings.CutPrefix(strings.TrimSpace(line), "0::"); ok {
+			return g, true
+		}
+	}
+	t.Fatalf("process %s is in no cgroup v2 group:\n%s", pid, b)
+	return "", false
+}
+
+// ownCgroup is this process's cgroup v2 group, which the bridges it starts
+// share, and dir, which gives the directory of a group, found as stdio
+// finds them (the cgroup2 mount, and the root it mounts).
+func ownCgroup(t *testing.T) (group string, dir func(group string) string) {
+	t.Helper()
+	group, _ = cgroupOf(t, "self")
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(mi)) {
+		// id parent major:minor root mountpoint options... - fstype source options
+		pre, post, _ := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if len(f) < 5 || len(g) < 1 || g[0] != "cgroup2" {
+			continue
+		}
+		if root, mount := f[3], f[4]; strings.HasPrefix(group, root) {
+			return group, func(g string) string { return path.Join(mount, strings.TrimPrefix(g, root)) }
+		}
+	}
+	t.Fatal("no cgroup2 mount in /proc/self/mountinfo")
+	return "", nil
 }
 
 // intCall calls a tool with arguments and returns its result as a number.

@@ -50,7 +50,8 @@
 //	                           empty params (roots/list, say) and writes what came back to stderr:
 //	                           "badchild: <method> after the answer got <result or error>"
 //	progress_after {}          answers "ok", then sends a progress notification for the request
-//	                           (if _meta.progressToken): progress after the answer
+//	                           (if _meta.progressToken): progress after the answer, in the
+//	                           same write, so no later call's answer comes between them
 //	stop_reading {}            answers "ok", then never reads stdin again and keeps running
 //	                           (until signalled): a server whose input backs up
 //
@@ -466,12 +467,17 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 		s.respond(m.ID, textResult("ok"), false)
 		s.askAfter(a.Method)
 	case "progress_after":
-		s.respond(m.ID, textResult("ok"), false)
+		// The answer and the progress go out in one write: every call
+		// runs in a goroutine of its own, and an answer to a later call
+		// must not come between them. Once a later answer is in, so is
+		// this late progress.
+		lines := [][]byte{resultLine(m.ID, textResult("ok"), false)}
 		if len(p.Meta.ProgressToken) > 0 {
-			s.writeJSON(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{
+			lines = append(lines, mustMarshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{
 				"progressToken": p.Meta.ProgressToken, "progress": 1, "total": 1, "message": "after the answer",
-			}})
+			}}))
 		}
+		s.writeLine(lines...)
 	case "cancels":
 		s.stateMu.Lock()
 		ids, _ := json.Marshal(s.cancels) // raw ids marshal as themselves
@@ -717,15 +723,20 @@ func (s *server) writeBig(id json.RawMessage, n int, idFirst bool) {
 
 // respond writes a result with the id bytes exactly as the request had them.
 func (s *server) respond(id json.RawMessage, result any, idLast bool) {
+	s.writeLine(resultLine(id, result, idLast))
+}
+
+// resultLine is a response with the id bytes exactly as the request had
+// them, first or last.
+func resultLine(id json.RawMessage, result any, idLast bool) []byte {
 	res, err := json.Marshal(result)
 	if err != nil {
 		panic(fmt.Sprintf("marshal result: %v", err)) // results are built here, so this is a bug
 	}
 	if idLast {
-		s.writeLine(fmt.Appendf(nil, `{"jsonrpc":"2.0","result":%s,"id":%s}`, res, id))
-		return
+		return fmt.Appendf(nil, `{"jsonrpc":"2.0","result":%s,"id":%s}`, res, id)
 	}
-	s.writeLine(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":%s}`, id, res))
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":%s}`, id, res)
 }
 
 func (s *server) respondError(id json.RawMessage, code int, msg string) {
@@ -734,18 +745,26 @@ func (s *server) respondError(id json.RawMessage, code int, msg string) {
 }
 
 func (s *server) writeJSON(v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("marshal message: %v", err))
-	}
-	s.writeLine(b)
+	s.writeLine(mustMarshal(v))
 }
 
-func (s *server) writeLine(b []byte) {
+func mustMarshal(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("marshal message: %v", err)) // messages are built here, so this is a bug
+	}
+	return b
+}
+
+// writeLine writes each of lines as a line of its own, all at once: no
+// other goroutine's line comes between them.
+func (s *server) writeLine(lines ...[]byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.out.Write(b)
-	s.out.WriteByte('\n')
+	for _, b := range lines {
+		s.out.Write(b)
+		s.out.WriteByte('\n')
+	}
 	if err := s.out.Flush(); err != nil {
 		fmt.Fprintf(os.Stderr, "badchild: write stdout: %v\n", err)
 	}

@@ -6,6 +6,8 @@
 // do when their process ends.
 //
 // Usage: node vanishclient.mjs <url>
+// With VANISH_TOKEN set, every request carries it as a bearer token. On a
+// stateless server, sessionId is null.
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -15,10 +17,12 @@ if (!url) {
   console.error("usage: node vanishclient.mjs <url>");
   process.exit(2);
 }
-const transport = new StreamableHTTPClientTransport(new URL(url));
+const token = process.env.VANISH_TOKEN;
+const transport = new StreamableHTTPClientTransport(new URL(url),
+  token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : undefined);
 const client = new Client({ name: "mcp-bridge-vanishclient", version: "0.0.1" });
 await client.connect(transport);
 const res = await client.callTool({ name: "pid", arguments: {} });
-console.log(JSON.stringify({ sessionId: transport.sessionId, pid: Number(res.content[0].text) }));
+console.log(JSON.stringify({ sessionId: transport.sessionId ?? null, pid: Number(res.content[0].text) }));
 // An hour: longer than any test, so only the kill ends it.
 await client.callTool({ name: "hang", arguments: {} }, undefined, { timeout: 3600000 });
