@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // Issue 10's "done means", at the process level: under chaos the answer
