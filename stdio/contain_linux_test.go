@@ -2,7 +2,6 @@ package stdio_test
 
 import (
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -254,7 +253,7 @@ func TestUnprivileged(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	copyFile(t, os.Args[0], bin)
+	testpeers.CopyExecutable(t, os.Args[0], bin)
 
 	ctx := testContext(t)
 	cmd := exec.CommandContext(ctx, bin, "-test.count=1", "-test.v",
@@ -270,24 +269,5 @@ func TestUnprivileged(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the tests as nobody did not pass %q:\n%s", want, out)
 		}
-	}
-}
-
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	src, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
 	}
 }

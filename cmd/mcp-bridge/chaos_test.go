@@ -84,7 +84,7 @@ func testChaosSignal(t *testing.T, modeArgs []string, open func(*testing.T, stri
 	// behind by this bridge.
 	dir := t.TempDir()
 	badchild := filepath.Join(dir, "badchild")
-	copyExecutable(t, testpeers.BuildGo(t, "./testdata/badchild"), badchild)
+	testpeers.CopyExecutable(t, testpeers.BuildGo(t, "./testdata/badchild"), badchild)
 	audit := filepath.Join(dir, "audit.jsonl")
 	t.Cleanup(func() { killRunningFrom(dir) })
 

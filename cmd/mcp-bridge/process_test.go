@@ -989,31 +989,6 @@ func TestNothingOutlivesTheBridge(t *testing.T) {
 	}
 }
 
-// copyExecutable copies the executable from to a new file to, which
-// anyone may read and run.
-func copyExecutable(t *testing.T, from, to string) {
-	t.Helper()
-	src, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
-	}
-	// The mode asked for is cut by the umask; nobody needs all of it.
-	if err := os.Chmod(to, 0o755); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // killAsServiceManager checks that the processes pids left by a bridge
 // (bridgePid) that was SIGKILLed under --containment cgroup are each in a
 // group the bridge made below its own (named mcp-bridge-PID-N), so that a

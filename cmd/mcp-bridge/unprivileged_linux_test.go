@@ -37,8 +37,8 @@ func TestUnprivilegedSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin, badchild := filepath.Join(dir, "mcp-bridge"), filepath.Join(dir, "badchild")
-	copyExecutable(t, testpeers.BuildGo(t, "./cmd/mcp-bridge"), bin)
-	copyExecutable(t, testpeers.BuildGo(t, "./testdata/badchild"), badchild)
+	testpeers.CopyExecutable(t, testpeers.BuildGo(t, "./cmd/mcp-bridge"), bin)
+	testpeers.CopyExecutable(t, testpeers.BuildGo(t, "./testdata/badchild"), badchild)
 
 	p := startBridgeAs(t, bridgeExec{bin: bin, dir: dir, attr: &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}},
 		environWithout(envPrefix), "--containment", "pid-namespace", "--", badchild, "-ignore-eof", "-ignore-term")

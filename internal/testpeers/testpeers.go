@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -329,4 +330,30 @@ func RunModernClient(t testing.TB, url string, env []string) ModernResult {
 		t.Fatalf("modernclient %s: %v (output: %v)\nstderr:\n%s\nstdout:\n%s", url, err, perr, stderr.Bytes(), stdout.Bytes())
 	}
 	return res
+}
+
+// CopyExecutable copies the executable from to a new file to, which anyone
+// may read and run: for tests that run a program as another user (nobody),
+// who cannot reach the build cache.
+func CopyExecutable(t testing.TB, from, to string) {
+	t.Helper()
+	src, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The mode asked for is cut by the umask; nobody needs all of it.
+	if err := os.Chmod(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
 }
