@@ -14,25 +14,9 @@
 // traffic leaves the machine; BROWSER_TIMEOUT_MS bounds everything
 // (default 30000). It exits 0 when every page produced a result.
 
-import { chromium } from "playwright-core";
+import { launch, timeout } from "./chromium.mjs";
 
-const timeout = Number(process.env.BROWSER_TIMEOUT_MS || 30000);
-const args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-proxy-server"];
-if (process.env.HOST_RULES) {
-  args.push(`--host-resolver-rules=${process.env.HOST_RULES}`);
-}
-
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  headless: true,
-  args,
-  timeout,
-});
-// A test that gives up sends SIGTERM: close the browser, leave nothing.
-process.on("SIGTERM", async () => {
-  await browser.close().catch(() => {});
-  process.exit(143);
-});
+const browser = await launch();
 
 let failed = false;
 try {

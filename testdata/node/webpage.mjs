@@ -16,22 +16,11 @@
 // BROWSER_TIMEOUT_MS (default 30000) per step. Environment: CHROMIUM
 // (default /usr/bin/chromium). It exits 0 when every step passed.
 
-import { chromium } from "playwright-core";
+import { launch, timeout } from "./chromium.mjs";
 
 const [url, token, prefix, screenshot] = process.argv.slice(2);
-const timeout = Number(process.env.BROWSER_TIMEOUT_MS || 30000);
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  headless: true,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-proxy-server"],
-  timeout,
-});
-// A test that gives up sends SIGTERM: close the browser, leave nothing.
-process.on("SIGTERM", async () => {
-  await browser.close().catch(() => {});
-  process.exit(143);
-});
+const browser = await launch();
 
 const out = { steps: {}, console: [], pageErrors: [] };
 let step = "start";
