@@ -45,24 +45,29 @@ var errNotObject = errors.New("a JSON-RPC message must be a JSON object")
 // scanFields locates the members of the object msg (valid JSON). As in
 // encoding/json and JavaScript's JSON.parse, the last of duplicate keys wins.
 func scanFields(msg []byte) (fields, error) {
-	f := fields{absent, absent, absent, absent, absent, absent}
-	err := eachMember(msg, func(key []byte, v span) {
-		switch string(key) { // no allocation: Go compiles this to a compare
-		case "jsonrpc":
-			f.jsonrpc = v
-		case "id":
-			f.id = v
-		case "method":
-			f.method = v
-		case "params":
-			f.params = v
-		case "result":
-			f.result = v
-		case "error":
-			f.error = v
-		}
-	})
+	f := noFields
+	err := eachMember(msg, f.set)
 	return f, err
+}
+
+var noFields = fields{absent, absent, absent, absent, absent, absent}
+
+// set records the member key, if it is one of the fields.
+func (f *fields) set(key []byte, v span) {
+	switch string(key) { // no allocation: Go compiles this to a compare
+	case "jsonrpc":
+		f.jsonrpc = v
+	case "id":
+		f.id = v
+	case "method":
+		f.method = v
+	case "params":
+		f.params = v
+	case "result":
+		f.result = v
+	case "error":
+		f.error = v
+	}
 }
 
 // member finds the value of key in the object obj (valid JSON).
@@ -79,37 +84,7 @@ func member(obj []byte, key string) span {
 // eachMember calls fn for every member of the object obj (valid JSON), with
 // the key unescaped and the value's span.
 func eachMember(obj []byte, fn func(key []byte, v span)) error {
-	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return errNotObject
-	}
-	i = skipSpace(obj, i+1)
-	if i < len(obj) && obj[i] == '}' {
-		return nil
-	}
-	for i < len(obj) {
-		ks := i
-		ke := skipString(obj, ks)
-		key := obj[ks+1 : ke-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			var s string
-			if err := json.Unmarshal(obj[ks:ke], &s); err != nil {
-				return err
-			}
-			key = []byte(s)
-		}
-		i = skipSpace(obj, ke)
-		i = skipSpace(obj, i+1) // the colon
-		vs := i
-		i = skipValue(obj, i)
-		fn(key, span{vs, i})
-		i = skipSpace(obj, i)
-		if i >= len(obj) || obj[i] == '}' {
-			return nil
-		}
-		i = skipSpace(obj, i+1) // the comma
-	}
-	return nil
+	return eachMemberRef(obj, func(k keyRef, v span) { fn(k.key, v) })
 }
 
 // eachElement calls fn with every element of the array arr (valid JSON,

@@ -3,6 +3,7 @@ package bridge
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 )
 
 // MsgKind says what a JSON-RPC message is.
@@ -46,6 +47,14 @@ const (
 // messages are slices of it rather than of a copy: the caller must not
 // change body afterwards.
 func ParseBody(body []byte) (msgs []Message, batch bool, err error) {
+	if !utf8.Valid(body) {
+		// "JSON text exchanged between systems that are not part of a
+		// closed ecosystem MUST be encoded using UTF-8" (RFC 8259): and
+		// decoders differ on what else is (encoding/json reads a bad byte
+		// as U+FFFD, Python refuses it), so a name with one would not be
+		// the name the bridge read.
+		return nil, false, &Error{Kind: KindInvalid, Code: CodeParseError, Message: "Parse error: the body is not valid UTF-8"}
+	}
 	raw := body
 	if !isCompact(body) || !json.Valid(body) {
 		var buf bytes.Buffer
@@ -100,9 +109,15 @@ func parseMessage(raw []byte) (Message, error) {
 	if raw[0] != '{' {
 		return Message{}, invalid(CodeInvalidRequest, "Invalid Request: a message must be a JSON object", nil)
 	}
-	f, err := scanFields(raw)
-	if err != nil {
+	f := noFields
+	if err := checkKeys(raw, envelopeKeys, place{where: "the message"}, f.set); err != nil {
+		if e, ok := err.(*Error); ok {
+			return Message{}, e
+		}
 		return Message{}, invalid(CodeInvalidRequest, "Invalid Request: "+err.Error(), nil)
+	}
+	if err := checkMembers(raw, f); err != nil {
+		return Message{}, err
 	}
 	m := Message{Raw: raw, f: f}
 	id := f.id.of(raw)
@@ -131,6 +146,49 @@ func parseMessage(raw []byte) (Message, error) {
 		return m, invalid(CodeInvalidRequest, "Invalid Request: neither a request, a notification nor a response", id)
 	}
 	return m, nil
+}
+
+// checkMembers checks the keys within a client's message (keys.go): params,
+// its _meta, and everything below them; a response's result or error.
+func checkMembers(raw []byte, f fields) error {
+	if r := f.result.of(raw); r != nil {
+		if err := checkDeep(r, place{where: "result"}); err != nil {
+			return err
+		}
+	}
+	if e := f.error.of(raw); e != nil {
+		if err := checkDeep(e, place{where: "error"}); err != nil {
+			return err
+		}
+	}
+	p := f.params.of(raw)
+	if p == nil || p[0] != '{' {
+		return checkDeep(p, place{where: "params"})
+	}
+	var inner error
+	err := checkKeys(p, paramsKeys, place{where: "params"}, func(key []byte, v span) {
+		val := v.of(p)
+		if inner != nil || (val[0] != '{' && val[0] != '[') {
+			return
+		}
+		if val[0] == '{' && string(key) == "_meta" {
+			var below error
+			inner = checkKeys(val, metaKeys, place{where: "params._meta"}, func(key []byte, v span) {
+				if below == nil {
+					below = checkDeep(v.of(val), place{where: "params._meta", key: key})
+				}
+			})
+			if inner == nil {
+				inner = below
+			}
+			return
+		}
+		inner = checkDeep(val, place{where: "params", key: key})
+	})
+	if err != nil {
+		return err
+	}
+	return inner
 }
 
 // validID: a JSON string or number.

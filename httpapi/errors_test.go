@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 )
@@ -37,7 +38,7 @@ func TestServeError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs bytes.Buffer
-			h := &mcpHandler{log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+			h := &mcpHandler{opts: Options{Now: time.Now}, log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 			w := httptest.NewRecorder()
 			h.serve(tt.handler)(w, httptest.NewRequest(http.MethodPost, "/mcp", nil))
 			if w.Code != tt.status || !strings.Contains(w.Body.String(), tt.body) || tt.body == "" && w.Body.Len() != 0 {

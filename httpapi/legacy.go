@@ -359,7 +359,6 @@ func (l *legacy) post(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	defer p.end()
 	if !c.enter() {
 		return bridge.ErrSessionNotFound
 	}

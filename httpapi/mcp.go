@@ -26,13 +26,33 @@ type mcpHandler struct {
 // logged instead, as tsweb's error handler does.
 func (h *mcpHandler) serve(f func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		// Every POST has a record (observe.go): the observing
+		// middleware's, or its own, finished here unless a legacy pump
+		// took it over.
+		var own *record
+		if r.Method == http.MethodPost && recordOf(r) == nil {
+			own = &record{now: h.opts.Now, start: h.opts.Now()}
+			r = r.WithContext(withRecord(r.Context(), own))
+		}
 		tw := &trackingWriter{ResponseWriter: w}
 		err := f(tw, r)
+		var he *httpError
+		if err != nil && !tw.wrote {
+			he = toHTTPError(err)
+			if rec := recordOf(r); rec != nil {
+				// What the bridge refused itself is audited with its
+				// reason, not as a request left unanswered.
+				rec.refuse(he, h.audit, principal(r))
+			}
+		}
+		if own != nil && !own.handedOver {
+			own.finish()
+		}
 		if err == nil {
 			return
 		}
-		he := toHTTPError(err)
 		if tw.wrote {
+			he = toHTTPError(err)
 			h.log.Error("request failed after its response began; not answered again", "method", r.Method, "status", he.status, "principal", principal(r).String(), "err", err)
 			return
 		}
@@ -76,7 +96,6 @@ func (h *mcpHandler) post(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	defer p.end()
 	if p.modern && !h.opts.DisableModern {
 		return h.modern(w, r, p)
 	}

@@ -50,6 +50,14 @@ type record struct {
 	principal auth.Principal
 	session   string
 
+	// refusal is the bridge's own refusal of the POST (an HTTP error
+	// before any answer), nil if there was none: what was left
+	// unanswered was refused, not abandoned.
+	refusal *httpError
+	// handedOver: a legacy pump writes the POST's answers, and finishes
+	// the record when it is done.
+	handedOver bool
+
 	done bool
 }
 
@@ -65,7 +73,13 @@ type callRecord struct {
 	tool     string
 	args     json.RawMessage
 	toolRead bool
-	outcome  outcome
+	// exchange names the MRTR exchange the call belongs to: every round
+	// of one call, its first request and each retry, carries the same.
+	exchange string
+	// inputRequired: the answer was an input_required result, a round of
+	// the exchange rather than its end.
+	inputRequired bool
+	outcome       outcome
 	code     int       // the error's code, for outcomeError and outcomeDenied
 	at       time.Time // when the response went out, or the call was denied
 }
@@ -196,6 +210,16 @@ func (rec *record) deny(i int) {
 	c.outcome, c.code, c.at = deniedByPolicy, bridge.CodeInvalidParams, rec.now()
 	if rec.left--; rec.left == 0 && !rec.batch {
 		rec.finish()
+	}
+}
+
+// refuse records that the bridge refused the POST itself (he is its
+// answer). The audit log, if there is one, follows a POST refused before
+// admission too (as pr): a refusal is worth a line as much as an answer.
+func (rec *record) refuse(he *httpError, audit *auditLog, pr auth.Principal) {
+	rec.refusal = he
+	if rec.audit == nil && audit != nil {
+		rec.audit, rec.principal = audit, pr
 	}
 }
 

@@ -42,8 +42,16 @@ type auditEntry struct {
 	Era        string          `json:"era"` // 2025 (sessions) or 2026-07-28 (stateless requests)
 	Method     string          `json:"method"`
 	Tool       string          `json:"tool,omitempty"`
-	Outcome    string          `json:"outcome"` // ok, error, denied, no_response
+	Outcome    string          `json:"outcome"` // ok, error, denied, refused, input_required, no_response
 	ErrorCode  int             `json:"error_code,omitempty"`
+	// Reason says why the bridge refused a request itself (outcome
+	// refused): the message its client was given.
+	Reason string `json:"reason,omitempty"`
+	// HTTPStatus is the status of a refusal.
+	HTTPStatus int `json:"http_status,omitempty"`
+	// Exchange links the rounds of one MRTR call (2026-07-28): its first
+	// request and every retry carry the same.
+	Exchange string `json:"exchange,omitempty"`
 	DurationMS float64         `json:"duration_ms"`
 	Arguments  json.RawMessage `json:"arguments,omitempty"`
 }
@@ -59,29 +67,47 @@ func (a *auditLog) write(e auditEntry) {
 }
 
 // observe writes the audit lines of a complete record: one per request,
-// with the time its response went out (or it was refused), or
-// no_response for a request whose response never went out on this POST
-// (the client left; the answer stays with the session).
+// with the time its response went out (or it was refused), refused with
+// the reason for a request the bridge refused itself (one line for a POST
+// refused before its messages were known), or no_response for a request
+// whose response never went out on this POST (the client left; the answer
+// stays with the session).
 func (a *auditLog) observe(rec *record) {
 	now := a.now()
+	base := auditEntry{Principal: rec.principal.String(), Issuer: rec.principal.Issuer, Session: rec.session,
+		Era: cmp.Or(rec.era, era2025)}
+	if len(rec.calls) == 0 && rec.refusal != nil {
+		e := base
+		e.Outcome, e.ErrorCode, e.Reason, e.HTTPStatus = "refused", rec.refusal.code, rec.refusal.msg, rec.refusal.status
+		e.Time = now.UTC().Format(time.RFC3339Nano)
+		e.DurationMS = float64(now.Sub(rec.start).Microseconds()) / 1000
+		a.write(e)
+		return
+	}
 	for i := range rec.calls {
 		c := &rec.calls[i]
 		if c.kind != bridge.Request {
 			continue
 		}
 		tool, args := c.toolCall()
-		e := auditEntry{Principal: rec.principal.String(), Issuer: rec.principal.Issuer, Session: rec.session,
-			Method: c.method, Tool: tool, ErrorCode: c.code, Era: cmp.Or(rec.era, era2025)}
+		e := base
+		e.Method, e.Tool, e.ErrorCode, e.Exchange = c.method, tool, c.code, c.exchange
 		at := c.at
 		switch c.outcome {
 		case answeredOK:
 			e.Outcome = "ok"
+			if c.inputRequired {
+				e.Outcome = "input_required"
+			}
 		case answeredError:
 			e.Outcome = "error"
 		case deniedByPolicy:
 			e.Outcome = "denied"
 		default:
 			e.Outcome, at = "no_response", now
+			if rec.refusal != nil {
+				e.Outcome, e.ErrorCode, e.Reason, e.HTTPStatus = "refused", rec.refusal.code, rec.refusal.msg, rec.refusal.status
+			}
 		}
 		e.Time = at.UTC().Format(time.RFC3339Nano)
 		e.DurationMS = float64(at.Sub(rec.start).Microseconds()) / 1000

@@ -60,7 +60,6 @@ type post struct {
 	// admit and initialize, read for every message written back.
 	filter *auth.ToolFilter
 	rec    *record
-	ownRec bool // rec is the post's own, not the observing middleware's: end finishes it
 }
 
 // accept is what a client takes back: a JSON body, an SSE stream, or both.
@@ -74,8 +73,7 @@ const (
 
 // parse reads a POST: its Content-Type, its body within MaxBodyBytes, and
 // the JSON-RPC messages in it, with the headers that say how to read
-// them. The POST's record learns its messages; call end when the POST is
-// over.
+// them. The POST's record learns its messages.
 func (h *mcpHandler) parse(w http.ResponseWriter, r *http.Request) (*post, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" && !isJSONMediaType(ct) {
 		return nil, &httpError{status: http.StatusUnsupportedMediaType, code: bridge.CodeInvalidRequest,
@@ -96,7 +94,8 @@ func (h *mcpHandler) parse(w http.ResponseWriter, r *http.Request) (*post, error
 		p.modern = p.modern || bridge.IsModern(&msgs[i], p.version)
 	}
 	if p.rec = recordOf(r); p.rec == nil {
-		p.rec, p.ownRec = &record{now: h.opts.Now, start: h.opts.Now()}, true
+		// Only a handler that serve does not wrap has none (tests).
+		p.rec = &record{now: h.opts.Now, start: h.opts.Now()}
 	}
 	p.rec.parsed(msgs, batch)
 	p.rec.era = era2025
@@ -107,19 +106,10 @@ func (h *mcpHandler) parse(w http.ResponseWriter, r *http.Request) (*post, error
 	return p, nil
 }
 
-// end finishes the POST's record, if it is the post's own (the observing
-// middleware finishes its own once the handler has returned). After
-// handOver it does nothing.
-func (p *post) end() {
-	if p.ownRec {
-		p.rec.finish()
-	}
-}
-
 // handOver gives the record to whoever writes the POST's answers after
 // the handler has returned (a legacy pump), which finishes it.
 func (p *post) handOver() *record {
-	p.ownRec = false
+	p.rec.handedOver = true
 	return p.rec
 }
 

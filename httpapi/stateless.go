@@ -12,7 +12,6 @@ func (h *mcpHandler) statelessPost(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	defer p.end()
 	if p.modern && !h.opts.DisableModern {
 		return h.modern(w, r, p)
 	}
