@@ -80,8 +80,8 @@ type callRecord struct {
 	// the exchange rather than its end.
 	inputRequired bool
 	outcome       outcome
-	code     int       // the error's code, for outcomeError and outcomeDenied
-	at       time.Time // when the response went out, or the call was denied
+	code          int       // the error's code, for outcomeError and outcomeDenied
+	at            time.Time // when the response went out, or the call was denied
 }
 
 type outcome uint8

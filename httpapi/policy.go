@@ -35,15 +35,15 @@ type auditLog struct {
 }
 
 type auditEntry struct {
-	Time       string          `json:"time"`
-	Principal  string          `json:"principal"`
-	Issuer     string          `json:"issuer,omitempty"`
-	Session    string          `json:"session,omitempty"`
-	Era        string          `json:"era"` // 2025 (sessions) or 2026-07-28 (stateless requests)
-	Method     string          `json:"method"`
-	Tool       string          `json:"tool,omitempty"`
-	Outcome    string          `json:"outcome"` // ok, error, denied, refused, input_required, no_response
-	ErrorCode  int             `json:"error_code,omitempty"`
+	Time      string `json:"time"`
+	Principal string `json:"principal"`
+	Issuer    string `json:"issuer,omitempty"`
+	Session   string `json:"session,omitempty"`
+	Era       string `json:"era"` // 2025 (sessions) or 2026-07-28 (stateless requests)
+	Method    string `json:"method"`
+	Tool      string `json:"tool,omitempty"`
+	Outcome   string `json:"outcome"` // ok, error, denied, refused, input_required, no_response
+	ErrorCode int    `json:"error_code,omitempty"`
 	// Reason says why the bridge refused a request itself (outcome
 	// refused): the message its client was given.
 	Reason string `json:"reason,omitempty"`
@@ -51,7 +51,7 @@ type auditEntry struct {
 	HTTPStatus int `json:"http_status,omitempty"`
 	// Exchange links the rounds of one MRTR call (2026-07-28): its first
 	// request and every retry carry the same.
-	Exchange string `json:"exchange,omitempty"`
+	Exchange   string          `json:"exchange,omitempty"`
 	DurationMS float64         `json:"duration_ms"`
 	Arguments  json.RawMessage `json:"arguments,omitempty"`
 }
