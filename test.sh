@@ -5,7 +5,8 @@
 # binary for the conformance CLI, playwright-core), HAProxy, nginx and Chromium,
 # checks formatting and vet, vets and builds every release target (macOS and
 # Windows included: linux/amd64, linux/arm64, darwin/amd64, darwin/arm64,
-# windows/amd64), and runs every test with the race detector.
+# windows/amd64), runs every test with the race detector, and fuzzes the
+# message scanner for 30 seconds.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -47,3 +48,9 @@ done
 
 echo "== go test -race"
 go test -race -count=1 -timeout 40m ./...
+
+# The message scanner against encoding/json (bridge/keys_test.go): what the
+# bridge reads of a message is what a Go server reads, or the message is
+# refused. A short, fixed run on top of the seed corpus the tests above ran.
+echo "== fuzz FuzzParseBody (30 s)"
+go test -run '^$' -fuzz '^FuzzParseBody$' -fuzztime 30s -fuzzminimizetime 10s ./bridge

@@ -10,6 +10,7 @@ package bridge
 import (
 	"bytes"
 	"context"
+	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -223,9 +224,14 @@ type Bridge struct {
 	// requestState handle; parkedBy counts them by owner.
 	exchanges map[string]*exchange
 	parkedBy  map[string]int
-	// stateKey signs the modern child's requestStates the bridge relays
-	// (wrapState); random, this process's own.
-	stateKey [32]byte
+	// stateKey seals the modern child's requestStates the bridge relays
+	// (wrapState, sealed.go); random, this process's own. spent holds the
+	// ids of the wrappers used (until they expire), under exMu;
+	// spentSweep is the size at which expired ones are swept.
+	stateKey   [32]byte
+	stateAEAD  cipher.AEAD
+	spent      map[[16]byte]int64
+	spentSweep int
 }
 
 // New returns a Bridge. Close it to stop every child.
@@ -312,6 +318,11 @@ func newBridge(cfg Config, start startFunc) (*Bridge, error) {
 	if _, err := rand.Read(b.stateKey[:]); err != nil {
 		return nil, fmt.Errorf("bridge: requestState key: %w", err)
 	}
+	aead, err := newStateAEAD(b.stateKey[:])
+	if err != nil {
+		return nil, fmt.Errorf("bridge: requestState cipher: %w", err)
+	}
+	b.stateAEAD, b.spent, b.spentSweep = aead, map[[16]byte]int64{}, 1024
 	b.spawnSem = make(chan struct{}, spawnConcurrency)
 	b.pool = make(chan *upstream, cfg.Prespawn)
 	b.poolKick = make(chan struct{}, 1)

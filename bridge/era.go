@@ -100,6 +100,10 @@ type ModernHeaders struct {
 	// Params are the Mcp-Param-{Name} headers, by {Name} in lower case
 	// (header names are case-insensitive), values as sent.
 	Params map[string]string
+	// Repeated names a header of these sent more than once ("" if none):
+	// the bridge checks one value, and a gateway that reads the last or
+	// the values joined would see another.
+	Repeated string
 }
 
 // Envelope is what a modern request says of itself in params._meta.
@@ -178,6 +182,7 @@ func nameParam(method string) string {
 // breaks answers, with the code the spec gives it and the request's id:
 //
 //   - a response (clients send none), or a batch: -32600;
+//   - Mcp-Method, Mcp-Name or an Mcp-Param-{Name} sent twice: -32020;
 //   - initialize with a 2026-07-28 header but no _meta version: -32020;
 //   - _meta without protocolVersion or clientCapabilities, or with a bad
 //     logLevel or clientInfo: -32602, the message naming the key;
@@ -197,6 +202,9 @@ func CheckModern(m *Message, h ModernHeaders) (Envelope, error) {
 	var env Envelope
 	if m.Kind == Response {
 		return env, invalid(CodeInvalidRequest, "Invalid Request: a 2026-07-28 client sends no responses", id)
+	}
+	if h.Repeated != "" {
+		return env, headerMismatch("the "+h.Repeated+" header is sent more than once; send it once", id)
 	}
 	claim := m.metaMember(metaProtocolVersion)
 	if m.Method == MethodInitialize && claim == nil {

@@ -55,8 +55,14 @@ type ModernCall struct {
 	round     *round    // what the child asks the client, being gathered
 	gatherEnd time.Time // when the round is complete
 	target    string    // params.name or params.uri, for a retry's check
-	args      [32]byte  // digest of params.arguments, for a retry's check
+	argsRaw   []byte    // params.arguments, as sent
+	args      [32]byte  // their digest, for a retry's check (argsDigest)
+	argsDone  bool      // args is made
 	keys      int       // input request keys made so far
+	// exchange names the MRTR exchange the call is a round of, for the
+	// audit log; inputRequired says its answer was input_required.
+	exchange      string
+	inputRequired bool
 	// missing is the first capability the child asked for that the
 	// client did not declare (as requiredCapabilities), missingMethod the
 	// request that needed it: if the call fails, it gets -32021.
@@ -135,26 +141,26 @@ func (b *Bridge) Modern(ctx context.Context, req ModernRequest) (*ModernCall, er
 			m.f, _ = scanFields(m.Raw)
 		}
 	}
+	mc.noteTarget(m)
 	if era == eraModern {
 		if raw := m.Param("requestState"); raw != nil {
 			var rs string
-			_ = unquote(raw, &rs)
-			state, why := mc.unwrapState(rs)
+			state, why := "", whyStateNotOurs
+			if raw[0] == '"' && unquote(raw, &rs) == nil {
+				state, why = mc.unwrapState(rs)
+			}
 			if why != "" {
 				p.done()
 				b.stats.InputRefused.Add(1)
 				mc.answer(errorResponse(mc.id, CodeInvalidParams, "Invalid params: "+why, nil))
 				return mc, nil
 			}
-			if state != rs {
-				q, _ := json.Marshal(state)
-				m.Raw = splice(m.Raw, m.f.params, splice(m.f.params.of(m.Raw), member(m.f.params.of(m.Raw), "requestState"), q))
-				m.f, _ = scanFields(m.Raw)
-			}
+			q, _ := json.Marshal(state)
+			m.Raw = splice(m.Raw, m.f.params, splice(m.f.params.of(m.Raw), member(m.f.params.of(m.Raw), "requestState"), q))
+			m.f, _ = scanFields(m.Raw)
 		}
 	}
 	mrtr := mrtrMethods[m.Method] && env.caps.asksInput()
-	mc.noteTarget(m, era == eraLegacy && mrtr)
 	switch {
 	case era == eraModern:
 		if err = mc.start(u, m); err == nil && mc.Listen() {
@@ -215,16 +221,13 @@ func (mc *ModernCall) answer(msg []byte) {
 	mc.queuedFinal = true
 }
 
-// noteTarget keeps the call's target (its tool, prompt or resource), and,
-// when its client may be asked for input (args), the digest of its
-// arguments, which a retry must repeat.
-func (mc *ModernCall) noteTarget(m *Message, args bool) {
+// noteTarget keeps the call's target (its tool, prompt or resource) and
+// its arguments, which a retry must repeat (argsDigest).
+func (mc *ModernCall) noteTarget(m *Message) {
 	if key := nameParam(m.Method); key != "" {
 		_ = unquote(m.Param(key), &mc.target)
 	}
-	if args {
-		mc.args = digestArgs(m.Param("arguments"))
-	}
+	mc.argsRaw = m.Param("arguments")
 }
 
 // start sends the request to u's child, on a session of its own.

@@ -3,9 +3,6 @@ package bridge
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -59,7 +56,8 @@ type exchange struct {
 	method  string
 	target  string
 	args    [32]byte
-	keys    int // keys made so far, so every key of the call is new
+	keys    int    // keys made so far, so every key of the call is new
+	id      string // the exchange's name in the audit log
 	timer   *time.Timer
 	expires time.Time
 }
@@ -256,7 +254,10 @@ func (mc *ModernCall) park() ([]byte, error) {
 	mc.round = nil
 	b := mc.b
 	handle := b.newHandle()
-	ex := &exchange{call: mc, round: r, owner: mc.owner.Key, method: mc.method, target: mc.target, args: mc.args, keys: mc.keys}
+	if mc.exchange == "" {
+		mc.exchange = newExchangeID()
+	}
+	ex := &exchange{call: mc, round: r, owner: mc.owner.Key, method: mc.method, target: mc.target, args: mc.argsDigest(), keys: mc.keys, id: mc.exchange}
 	b.exMu.Lock()
 	if b.parkedBy[ex.owner] >= b.cfg.MaxParked || len(b.exchanges) >= maxParkedTotal {
 		b.exMu.Unlock()
@@ -272,7 +273,7 @@ func (mc *ModernCall) park() ([]byte, error) {
 	ex.timer = time.AfterFunc(b.cfg.InputTTL, func() { b.expireExchange(handle, ex) })
 	b.exMu.Unlock()
 	b.stats.InputRequired.Add(1)
-	mc.parked = true
+	mc.parked, mc.inputRequired = true, true
 	mc.hold(true)
 	res := map[string]any{"resultType": "input_required", "inputRequests": r.requests, "requestState": handle}
 	msg := resultMessage(mc.id, res)
@@ -314,7 +315,7 @@ func (b *Bridge) newHandle() string {
 // -32602 and the parked call is left as it was.
 func (b *Bridge) resume(ctx context.Context, mc *ModernCall, req ModernRequest) (*ModernCall, error) {
 	m := &req.Message
-	mc.noteTarget(m, true)
+	mc.noteTarget(m)
 	refuse := func(msg string) (*ModernCall, error) {
 		b.stats.InputRefused.Add(1)
 		mc.answer(errorResponse(mc.id, CodeInvalidParams, "Invalid params: "+msg, nil))
@@ -337,7 +338,7 @@ func (b *Bridge) resume(ctx context.Context, mc *ModernCall, req ModernRequest) 
 			return refuse("requestState was issued by the bridge replica " + quoteVersion(r) + " and this is " + quoteVersion(b.cfg.ReplicaID) + "; route retries by the replica named in requestState")
 		}
 		return refuse("requestState is invalid, expired or already used; send the request again without it")
-	case ex.owner != mc.owner.Key || ex.method != mc.method || ex.target != mc.target || ex.args != mc.args:
+	case ex.owner != mc.owner.Key || ex.method != mc.method || ex.target != mc.target || ex.args != mc.argsDigest():
 		b.exMu.Unlock()
 		return refuse("requestState does not belong to this request (principal, method, target and arguments must be those of the request it answers)")
 	}
@@ -358,6 +359,7 @@ func (b *Bridge) resume(ctx context.Context, mc *ModernCall, req ModernRequest) 
 	old.pool.done()
 	mc.pool, mc.sess, mc.st, mc.lease, mc.childID, mc.keys = old.pool, old.sess, old.st, old.lease, old.childID, ex.keys
 	mc.missing, mc.missingMethod = old.missing, old.missingMethod
+	mc.exchange = ex.id
 	mc.rebind(m)
 	mc.hold(false)
 	mc.started = old.started
@@ -479,80 +481,4 @@ func invalidInput(method string, v json.RawMessage) string {
 		}
 	}
 	return ""
-}
-
-// digestArgs is the SHA-256 of the arguments in a canonical form (keys
-// sorted, as encoding/json writes a map), so a retry that sends the same
-// arguments in another order or spacing matches.
-func digestArgs(args []byte) [32]byte {
-	if args == nil {
-		return sha256.Sum256(nil)
-	}
-	var v any
-	if err := json.Unmarshal(args, &v); err == nil {
-		if canon, err := json.Marshal(v); err == nil {
-			args = canon
-		}
-	}
-	return sha256.Sum256(args)
-}
-
-// A modern child's requestState is its own (it may encode the whole state,
-// signed with a key only that process has), so the bridge relays it, but
-// wrapped: "mb1.<replica>.c.<the child's state, base64url>.<MAC>". The
-// replica's name lets a load balancer route the retry, as for the bridge's
-// own handles; the MAC (HMAC-SHA256 with a key of this process, over the
-// principal, the method and the child's state) binds the state to the
-// principal and request it was given for, which the child cannot know
-// behind stdio. The retry gets the child's state back, unwrapped.
-
-// wrapState wraps a modern child's requestState for the client.
-func (mc *ModernCall) wrapState(state string) string {
-	enc := base64.RawURLEncoding.EncodeToString([]byte(state))
-	return "mb1." + mc.b.cfg.ReplicaID + ".c." + enc + "." + mc.stateMAC(enc)
-}
-
-// stateMAC binds a wrapped state to the call's principal and method.
-func (mc *ModernCall) stateMAC(enc string) string {
-	h := hmac.New(sha256.New, mc.b.stateKey[:])
-	h.Write([]byte(mc.owner.Key + "\x00" + mc.method + "\x00" + enc))
-	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:16])
-}
-
-// unwrapState returns the child's state of a wrapped requestState, or why
-// it cannot: another replica's, or not given to this principal and method.
-// A state that is not wrapped at all is the client's own business with the
-// child, and is passed as it is (ok, unwrapped false).
-func (mc *ModernCall) unwrapState(rs string) (state string, why string) {
-	rest, ok := strings.CutPrefix(rs, "mb1.")
-	if !ok {
-		return rs, ""
-	}
-	replica, rest, _ := strings.Cut(rest, ".")
-	kind, rest, _ := strings.Cut(rest, ".")
-	if replica != mc.b.cfg.ReplicaID {
-		return "", "requestState was issued by the bridge replica " + quoteVersion(replica) + " and this is " + quoteVersion(mc.b.cfg.ReplicaID) + "; route retries by the replica named in requestState"
-	}
-	enc, mac, _ := strings.Cut(rest, ".")
-	b, err := base64.RawURLEncoding.DecodeString(enc)
-	if kind != "c" || err != nil || !hmac.Equal([]byte(mac), []byte(mc.stateMAC(enc))) {
-		return "", "requestState is invalid, or belongs to another principal or request"
-	}
-	return string(b), ""
-}
-
-// relayState rewrites the requestState of a modern child's input_required
-// result, wrapped (wrapState).
-func (mc *ModernCall) relayState(msg []byte, f fields) []byte {
-	res := f.result.of(msg)
-	if !bytes.Contains(res, []byte(`"input_required"`)) {
-		return msg
-	}
-	rs := member(res, "requestState")
-	var state string
-	if !rs.ok() || unquote(rs.of(res), &state) != nil {
-		return msg
-	}
-	w, _ := json.Marshal(mc.wrapState(state))
-	return splice(msg, f.result, splice(res, rs, w))
 }

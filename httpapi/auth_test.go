@@ -617,7 +617,7 @@ func TestModernPolicyAuditMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	audit := &syncBuffer{}
-	f := newAuthFixture(t, httpapi.Options{ToolPolicy: auth.NewToolPolicy([]auth.ToolRule{rule}), Audit: audit})
+	f := newAuthFixture(t, httpapi.Options{ToolPolicy: auth.NewToolPolicy([]auth.ToolRule{rule}), Audit: audit, MetricsPublic: true})
 	bob := bearer(bobToken)
 	modernReq := func(id int, method, params string, name string) req {
 		h := map[string]string{"Mcp-Method": method, "Authorization": bob["Authorization"]}

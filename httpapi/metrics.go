@@ -27,9 +27,12 @@ import (
 type metrics struct {
 	path    string
 	handler http.Handler  // promhttp, for /metrics
-	scrape  auth.Verifier // Options.MetricsAuth; nil: /metrics is open
-	log     *slog.Logger
-	now     func() time.Time
+	scrape  auth.Verifier // Options.MetricsAuth; nil: /metrics is open, unless closed
+	// closed: clients must authenticate and the scraper has neither a
+	// token nor Options.MetricsPublic.
+	closed bool
+	log    *slog.Logger
+	now    func() time.Time
 
 	// byMethod are the counters of each era (0: 2025, 1: 2026-07-28), by
 	// method: known MCP methods, "response" and "other".
@@ -112,6 +115,7 @@ func newMetrics(opts Options) *metrics {
 	m := &metrics{
 		path:   opts.Path,
 		scrape: opts.MetricsAuth,
+		closed: opts.MetricsAuth == nil && opts.Auth != nil && !opts.MetricsPublic,
 		log:    opts.Logger,
 		now:    opts.Now,
 		http: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -155,6 +159,13 @@ func (m *metrics) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+			if m.closed {
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+				w.Header().Set("X-Content-Type-Options", "nosniff")
+				w.WriteHeader(http.StatusForbidden)
+				_, _ = io.WriteString(w, MetricsClosed+"\n")
+				return
+			}
 			if m.scrape != nil {
 				if _, err := m.scrape.Verify(r); err != nil {
 					m.refuseScrape(w, r, err)
@@ -187,6 +198,10 @@ func (m *metrics) middleware(next http.Handler) http.Handler {
 		}
 	})
 }
+
+// MetricsClosed says why /metrics answers 403, and how to open it: the
+// scrape's answer and the start-up log say the same.
+const MetricsClosed = "Forbidden: /metrics is closed because MCP clients must authenticate; give the scraper a token of its own with --metrics-token-env NAME, or open it with --metrics-public"
 
 // refuseScrape answers a scrape without the metrics token: 401 (400 for
 // a malformed request, such as a token in the query string) with the

@@ -30,12 +30,21 @@ func modernHeaders(r *http.Request) bridge.ModernHeaders {
 	mh.Version, mh.HasVersion = headerValue(h, headerVersion)
 	mh.Method, mh.HasMethod = headerValue(h, headerMethod)
 	mh.Name, mh.HasName = headerValue(h, headerName)
+	for _, name := range []string{headerMethod, headerName} {
+		if len(h[http.CanonicalHeaderKey(name)]) > 1 {
+			mh.Repeated = name
+		}
+	}
 	for k, v := range h {
 		if len(k) > len(headerParamStart) && strings.EqualFold(k[:len(headerParamStart)], headerParamStart) && len(v) > 0 {
 			if mh.Params == nil {
 				mh.Params = map[string]string{}
 			}
-			mh.Params[strings.ToLower(k[len(headerParamStart):])] = v[0]
+			name := strings.ToLower(k[len(headerParamStart):])
+			if _, twice := mh.Params[name]; twice || len(v) > 1 {
+				mh.Repeated = k
+			}
+			mh.Params[name] = v[0]
 		}
 	}
 	return mh
@@ -94,7 +103,7 @@ func (h *mcpHandler) modern(w http.ResponseWriter, r *http.Request, p *post) err
 // stream ends the request's context, and Close then cancels the call.
 func (h *mcpHandler) respondModern(w http.ResponseWriter, r *http.Request, p *post, mc *bridge.ModernCall) error {
 	ctx := r.Context()
-	out := outbound{filter: p.filter, rec: p.rec}
+	out := outbound{filter: p.filter, rec: p.rec, call: mc}
 	mode := h.mode(p.takes)
 	if mc.Listen() && p.takes.sse {
 		mode = ModeSSE

@@ -244,12 +244,19 @@ func (rec *record) finish() {
 type outbound struct {
 	filter *auth.ToolFilter // nil: every tool is allowed
 	rec    *record          // nil: the stream answers no POST of this request (GET, resume)
+	// call is the 2026-07-28 call the POST is, if it is one: the record
+	// learns its MRTR exchange from it.
+	call *bridge.ModernCall
 }
 
 // message prepares msg for the client and tells the record.
 func (o outbound) message(msg []byte) []byte {
 	msg, r, ok := o.prepare(msg)
 	if ok {
+		if o.call != nil && len(o.rec.calls) == 1 {
+			c := &o.rec.calls[0]
+			c.exchange, c.inputRequired = o.call.Exchange(), o.call.InputRequired()
+		}
 		o.rec.answered(r)
 	}
 	return msg

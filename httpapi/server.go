@@ -147,8 +147,15 @@ type Options struct {
 	// MetricsAuth, if set, authenticates every scrape of /metrics
 	// (auth.TokensFromEnv of one variable: a token of its own, for the
 	// scraper); a scrape it refuses gets 401 with a Bearer challenge.
-	// Nil: /metrics is open, as Prometheus expects by default.
+	// Nil: /metrics is open, as Prometheus expects by default, unless
+	// clients must authenticate (Auth): then it is closed (403, saying
+	// how to open it) but with MetricsPublic.
 	MetricsAuth auth.Verifier
+	// MetricsPublic opens /metrics to anyone when clients must
+	// authenticate and MetricsAuth is nil. The counts hold no secret, but
+	// they tell traffic, methods and refusals to whoever can reach the
+	// port: an operator who requires tokens decides this explicitly.
+	MetricsPublic bool
 	// Audit, if set, gets one JSON line per request once its response is
 	// written: time, principal, session, method, tool, outcome, duration.
 	Audit io.Writer

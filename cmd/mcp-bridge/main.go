@@ -104,6 +104,9 @@ func endpoint(authCtx context.Context, cfg *config.Config, environ []string, std
 	if hopts.MetricsAuth, err = cfg.MetricsAuth(environ); err != nil {
 		return hopts, nil, err
 	}
+	if hopts.Auth != nil && hopts.MetricsAuth == nil && !hopts.MetricsPublic {
+		log.Warn(httpapi.MetricsClosed)
+	}
 	audit, closeAudit, err := cfg.OpenAuditLog(stdout)
 	if err != nil {
 		return hopts, nil, err

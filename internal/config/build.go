@@ -93,6 +93,7 @@ func (c *Config) HTTP() (httpapi.Options, error) {
 		MaxBodyBytes:     *r.MaxBodyBytes,
 		ResponseMode:     *r.ResponseMode,
 		Stateless:        r.Stateless,
+		MetricsPublic:    r.MetricsPublic,
 		ClaimEnv:         r.claimEnv(),
 		SSEDelay:         *r.SSEDelay,
 		KeepAlive:        *r.KeepAlive,

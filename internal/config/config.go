@@ -128,7 +128,8 @@ type Config struct {
 	// Who sees what of the others (README "Web page", "Health, readiness
 	// and metrics").
 	Admins          []string `env:"ADMINS" envSeparator:"," flag:"admin" group:"web" help:"SUBJECT (*, scope:NAME, token:NAME, jwt:SUB or a principal name) who sees every session and child on the web page, stderr included; others see their own (repeatable)"`
-	MetricsTokenEnv string   `env:"METRICS_TOKEN_ENV" flag:"metrics-token-env" group:"web" help:"name of an environment variable holding the bearer token /metrics then requires (default: /metrics is open)"`
+	MetricsTokenEnv string   `env:"METRICS_TOKEN_ENV" flag:"metrics-token-env" group:"web" help:"name of an environment variable holding the bearer token /metrics then requires (default: /metrics is open without client authentication, closed with it)"`
+	MetricsPublic   bool     `env:"METRICS_PUBLIC" flag:"metrics-public" group:"web" help:"serve /metrics to anyone even when MCP clients must authenticate (without it and without --metrics-token-env, /metrics then answers 403)"`
 }
 
 // Groups are the topics of the settings (each field's group tag), in the

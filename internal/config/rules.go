@@ -84,6 +84,7 @@ var rules = []rule{
 	{"admin", checkAdmins},
 	{"admin needs authentication", checkAdminsNeedAuth},
 	{"metrics-token-env", checkMetricsTokenEnv},
+	{"metrics-public", checkMetricsPublic},
 }
 
 // Validate checks every setting and returns every problem at once, each

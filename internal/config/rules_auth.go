@@ -148,6 +148,12 @@ func checkAdminsNeedAuth(c *Config, bad report) {
 	}
 }
 
+func checkMetricsPublic(c *Config, bad report) {
+	if c.MetricsPublic && c.MetricsTokenEnv != "" {
+		bad("MetricsPublic", "contradicts --metrics-token-env: /metrics either needs its token or is open; give one of the two")
+	}
+}
+
 func checkMetricsTokenEnv(c *Config, bad report) {
 	if n := c.MetricsTokenEnv; n != "" && (!envName.MatchString(n) || strings.HasPrefix(n, EnvPrefix)) {
 		bad("MetricsTokenEnv", "not a valid variable name outside %s*: the flag takes the NAME of a variable that holds a token, never the token", EnvPrefix)

@@ -153,6 +153,8 @@ func TestRules(t *testing.T) {
 		{"metrics-token-env", "a name", Config{MetricsTokenEnv: "SCRAPE_TOKEN"}, ""},
 		{"metrics-token-env", "a token", Config{MetricsTokenEnv: "scrape-token-value"}, "--metrics-token-env / MCP_BRIDGE_METRICS_TOKEN_ENV: not a valid variable name outside MCP_BRIDGE_*"},
 		{"metrics-token-env", "the bridge's prefix", Config{MetricsTokenEnv: "MCP_BRIDGE_X"}, "--metrics-token-env / MCP_BRIDGE_METRICS_TOKEN_ENV"},
+		{"metrics-public", "alone", Config{MetricsPublic: true}, ""},
+		{"metrics-public", "with a metrics token", Config{MetricsPublic: true, MetricsTokenEnv: "SCRAPE_TOKEN"}, "--metrics-public / MCP_BRIDGE_METRICS_PUBLIC: contradicts --metrics-token-env"},
 	}
 	byName := map[string]rule{}
 	for _, r := range rules {

@@ -10,7 +10,12 @@
 // the file to see that it never ran) and answers "the secret".
 //
 // With -modern it is a 2026-07-28 server: it answers server/discover and
-// takes requests without initialize.
+// takes requests without initialize, and has a third tool, confirm {...}:
+// called without requestState it answers input_required, asking an
+// elicitation (key "ok") with a requestState of its own, "child-state-N"
+// (logged as "issued child-state-N"); a retry with a requestState answers
+// "confirmed STATE ARGUMENTS" (logged as "received STATE"). Like many
+// servers, it trusts whatever state it is given.
 //
 // Every request it runs is appended to $FOLDCHILD_LOG too, as
 // "METHOD TOOL", so a test sees what the server acted on.
@@ -31,6 +36,7 @@ type message struct {
 	Method  string           `json:"method"`
 	Params  struct {
 		Name            string         `json:"name"`
+		RequestState    string         `json:"requestState"`
 		URI             string         `json:"uri"`
 		ProtocolVersion string         `json:"protocolVersion"`
 		Arguments       map[string]any `json:"arguments"`
@@ -78,6 +84,10 @@ func main() {
 		map[string]any{"name": "echo", "inputSchema": map[string]any{"type": "object"}},
 		map[string]any{"name": "secret", "inputSchema": map[string]any{"type": "object"}},
 	}
+	if *modern {
+		tools = append(tools, map[string]any{"name": "confirm", "inputSchema": map[string]any{"type": "object"}})
+	}
+	states := 0
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 64<<20)
 	for in.Scan() {
@@ -126,7 +136,26 @@ func main() {
 			case "secret":
 				note("secret ran")
 				r = text("the secret")
-			default:
+			case "confirm":
+				if !*modern {
+					break
+				}
+				if m.Params.RequestState == "" {
+					states++
+					state := fmt.Sprintf("child-state-%d", states)
+					note("issued " + state)
+					answer(map[string]any{"resultType": "input_required", "requestState": state,
+						"inputRequests": map[string]any{"ok": map[string]any{"method": "elicitation/create", "params": map[string]any{
+							"mode": "form", "message": "Confirm?",
+							"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}},
+						}}}})
+					continue
+				}
+				note("received " + m.Params.RequestState)
+				args, _ := json.Marshal(m.Params.Arguments)
+				r = text("confirmed " + m.Params.RequestState + " " + string(args))
+			}
+			if r == nil {
 				write(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": -32602, "message": "unknown tool " + m.Params.Name}})
 				continue
 			}
