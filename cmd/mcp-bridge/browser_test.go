@@ -164,7 +164,7 @@ func TestBrowser(t *testing.T) {
 	port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
 
 	env := append(environWithout(envPrefix), "BROWSER_TOKEN="+token)
-	p := startBridge(t, env, "--token-env", "BROWSER_TOKEN", "--allow-origin", "http://app.test:"+port)
+	p := startBridge(t, env, "--token-env", "BROWSER_TOKEN", "--metrics-public", "--allow-origin", "http://app.test:"+port)
 	cfgJSON, _ = json.Marshal(map[string]string{"url": p.URL, "token": token})
 	pages.Start()
 	t.Cleanup(pages.Close)

@@ -409,6 +409,10 @@ func scrapeMetrics(t testing.TB, hc *http.Client, base string) map[string]float6
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET /metrics: %d %s", resp.StatusCode, body)
+	}
 	out := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {

@@ -38,7 +38,7 @@ func TestModernTypeScriptClient(t *testing.T) {
 			args := []string{"--mode", tc.mode}
 			if tc.auth {
 				env = append(environWithout(envPrefix), "ALICE_TOKEN="+tokenAlice)
-				args = append(args, "--token-env", "ALICE_TOKEN")
+				args = append(args, "--token-env", "ALICE_TOKEN", "--metrics-public")
 				clientEnv = []string{"MODERNCLIENT_TOKEN=" + tokenAlice}
 			}
 			p := startBridge(t, env, append(args, "--", node, entry, "stdio")...)
@@ -151,12 +151,13 @@ func checkModernResult(t *testing.T, res testpeers.ModernResult, scope string) {
 	if res.Missing == nil || res.Missing.Code != -32021 || string(res.Missing.RequiredCapabilities) != `{"sampling":{}}` {
 		t.Errorf("sampling tool from a client without sampling: %+v, want -32021 requiring sampling", res.Missing)
 	}
-	retries := 0
-	for _, n := range res.Retries {
-		retries += n
-	}
-	if res.Retries["trigger-sampling-request"] < 1 || res.Retries["trigger-elicitation-request"] < 1 || retries < 3 {
-		t.Errorf("MRTR retries %v: want the sampling and elicitation calls and one more (roots) retried with requestState", res.Retries)
+	// The roots question rides in whichever round is open when the child
+	// asks it (350 ms after it starts): its own retry, or the sampling
+	// call's, answered with the sampling one. Either way it came as
+	// input_required (RootsAsked above), the only way a 2026-07-28 client
+	// is asked anything.
+	if res.Retries["trigger-sampling-request"] < 1 || res.Retries["trigger-elicitation-request"] < 1 {
+		t.Errorf("MRTR retries %v: want the sampling and elicitation calls retried with requestState", res.Retries)
 	}
 
 	// Every result says what it is and who answered; the cacheable ones

@@ -247,3 +247,35 @@ func TestWebTenancyInBrowser(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsClosedProcess: a real bridge that requires tokens, without
+// --metrics-token-env, says at start that /metrics is closed and how to
+// open it, and /metrics answers 403; --metrics-public opens it.
+func TestMetricsClosedProcess(t *testing.T) {
+	const token = "alice-0123456789abcdef-secret"
+	env := append(environWithout(envPrefix), "ALICE_TOKEN="+token)
+	for _, tt := range []struct {
+		name   string
+		args   []string
+		status int
+	}{
+		{"closed", []string{"--token-env", "ALICE_TOKEN"}, http.StatusForbidden},
+		{"public", []string{"--token-env", "ALICE_TOKEN", "--metrics-public"}, http.StatusOK},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := startBridge(t, env, tt.args...)
+			resp, err := http.Get(p.Base + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.status {
+				t.Fatalf("GET /metrics: %d, want %d", resp.StatusCode, tt.status)
+			}
+			warned := strings.Contains(p.Stderr(), "--metrics-public")
+			if warned != (tt.status == http.StatusForbidden) {
+				t.Errorf("start-up log names --metrics-public: %v, want %v:\n%s", warned, !warned, p.Stderr())
+			}
+		})
+	}
+}
