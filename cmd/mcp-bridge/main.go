@@ -33,6 +33,10 @@ func main() {
 		fmt.Println(versionString())
 		return
 	}
+	if len(os.Args) == 2 && os.Args[1] == "help" {
+		config.PrintUsage(os.Stdout)
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "demo-server" {
 		if err := demo.Run(context.Background()); err != nil {
 			fmt.Fprintln(os.Stderr, "demo-server:", err)
@@ -48,9 +52,9 @@ func main() {
 // run is the bridge's life: its settings, then the packages wired
 // together, served, and shut down when ctx ends. It returns the exit
 // status: 2 for settings the bridge cannot start with, 1 when it cannot
-// run.
+// run. --help, asked for, is output: it goes to stdout.
 func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	cfg, err := config.Load(args, environ, stderr)
+	cfg, err := config.Load(args, environ, stdout)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
@@ -192,7 +196,7 @@ type served interface {
 func serve(ctx context.Context, cfg config.Serving, log *slog.Logger, h http.Handler, b served, path string, endpoints []httpapi.Endpoint, what ...any) int {
 	srv := &httpapi.Server{Addr: cfg.Addr, Handler: h, ReadTimeout: cfg.ReadTimeout}
 	if err := srv.Open(); err != nil {
-		log.Error("cannot listen", "err", err)
+		log.Error("cannot listen", "err", err, "hint", config.ListenHint(err))
 		_ = b.Close(context.Background())
 		return 1
 	}

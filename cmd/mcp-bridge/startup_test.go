@@ -317,7 +317,7 @@ func TestFlagErrorsShowNoValue(t *testing.T) {
 	tests = append(tests,
 		refusal{name: "a token given to --token-env", args: []string{"--token-env", "sk-" + secret + "=="}, want: []string{"--token-env / MCP_BRIDGE_TOKEN_ENVS", nameHint}, notWant: []string{secret}},
 		refusal{name: "the second of two --token-env", env: []string{"A_TOKEN=" + tokenAlice}, args: []string{"--token-env", "A_TOKEN", "--token-env", secret}, want: []string{"2nd name given", nameHint}, notWant: []string{secret}},
-		refusal{name: "an unknown flag with a value", args: []string{"--tokne-env=" + secret}, want: []string{"unknown flag --tokne-env; run mcp-bridge --help"}, notWant: []string{secret, "Usage:"}},
+		refusal{name: "an unknown flag with a value", args: []string{"--tokne-env=" + secret}, want: []string{"unknown flag --tokne-env (did you mean --token-env?); run mcp-bridge --help"}, notWant: []string{secret, "Usage:"}},
 		refusal{name: "an unknown flag that is a token", args: []string{"--" + secret}, want: []string{"unknown flag; run mcp-bridge --help"}, notWant: []string{secret, "Usage:"}},
 		refusal{name: "a value after a true/false flag", args: []string{"--stateless", secret}, want: []string{"--stateless takes no separate value"}, notWant: []string{secret}},
 	)

@@ -308,6 +308,14 @@ func TestSecretsRead(t *testing.T) {
 			_, err := (&Config{ConfigFile: missing}).LoadServers(environ)
 			return err
 		}, "--config / MCP_BRIDGE_CONFIG: cannot read the file"},
+		{"the servers file named by a file's name", func() error {
+			_, err := (&Config{ConfigFile: "nofile.json"}).LoadServers(environ)
+			return err
+		}, `--config / MCP_BRIDGE_CONFIG: cannot read "nofile.json" (in `},
+		{"a key file named by a file's name", func() error {
+			_, err := (&Config{JWTPublicKey: filepath.Join(t.TempDir(), "issuer.pem"), JWTIssuer: "i", JWTAudiences: []string{"a"}}).Verifier(context.Background(), environ, slog.Default())
+			return err
+		}, `issuer.pem": no such file`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -350,11 +358,20 @@ func TestCommandError(t *testing.T) {
 		{"./missing", dir, `command "./missing" not found: no such file (relative to --cwd)`},
 		{"./notexec", dir, `command "./notexec" is not an executable file`},
 		{filepath.Join(dir, "missing"), "", "not found: no such file"},
+		// A command quoted whole: a shell would have split it, the bridge
+		// runs none.
+		{"npx -y some-server", "", `command "npx -y some-server" not found: no executable of that name in the server's PATH; it is one word with spaces: give the program and each argument as a word of its own, as in -- npx -y some-server (no quotes around the whole command)`},
+		{"npx -y @scope/some-server", "", `not found: no such file; it is one word with spaces: give the program and each argument as a word of its own, as in -- npx -y @scope/some-server (no quotes around the whole command)`},
 	}
 	for _, tt := range tests {
 		err := CommandError(tt.argv0, tt.dir, path, "--cwd")
 		if (err == nil) != (tt.want == "") || err != nil && err.Error() != tt.want && !strings.HasSuffix(err.Error(), tt.want) {
 			t.Errorf("%s in %q: %v, want %q", tt.argv0, tt.dir, err, tt.want)
 		}
+	}
+	// In a --config file, the words go to "command" and "args".
+	want := `; it is one word with spaces: put the program in "command" and each argument in "args", as in "command": "npx", "args": ["-y","some-server"]`
+	if err := CommandError("npx -y some-server", "", path, `its "cwd"`); err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("a server of the file: %v, want it to end %q", err, want)
 	}
 }

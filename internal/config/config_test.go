@@ -234,6 +234,16 @@ func TestLoadErrors(t *testing.T) {
 		{"an unknown flag", nil, []string{"--nope=" + secret}, "unknown flag --nope; run mcp-bridge --help for the flags"},
 		{"an unknown flag that is no name", nil, []string{"--" + secret}, "unknown flag; run mcp-bridge --help for the flags"},
 		{"a flag without its value", nil, []string{"--port"}, "--port needs a value; run mcp-bridge --help for the flags"},
+		{"a flag without its value, one dash", nil, []string{"-port"}, "-port needs a value; run mcp-bridge --help for the flags"},
+		// The hints a person needs: the flag as they wrote it, and the one
+		// they most likely meant.
+		{"a one-letter flag", nil, []string{"-p", "9000"}, "unknown flag -p (did you mean --port?); run mcp-bridge --help"},
+		{"a one-letter flag with =", nil, []string{"-p=9000"}, "unknown flag -p (did you mean --port?)"},
+		{"-c", nil, []string{"-c", "servers.json"}, "unknown flag -c (did you mean --config?)"},
+		{"-v", nil, []string{"-v"}, "unknown flag -v (did you mean --version?)"},
+		{"--token", nil, []string{"--token", secret}, "unknown flag --token (did you mean --token-env?); run mcp-bridge --help"},
+		{"a typo", nil, []string{"--tokne-env", "X"}, "unknown flag --tokne-env (did you mean --token-env?)"},
+		{"a word after --", nil, []string{"--", "-p"}, ""},
 		{"a word before --", nil, []string{"npx", secret}, `"npx" is not a flag: the MCP server's command goes after --`},
 		{"a value after a true/false flag", nil, []string{"--web", secret}, "--web takes no separate value: a true/false flag takes it after =, as in --web=false"},
 		{"a rule", nil, []string{"--token-env", secret + "-x"}, "invalid --token-env / MCP_BRIDGE_TOKEN_ENVS: not a valid variable name"},
@@ -241,6 +251,12 @@ func TestLoadErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Load(tt.args, tt.env, io.Discard)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("err %v, want none", err)
+				}
+				return
+			}
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err %v, want %q", err, tt.want)
 			}
@@ -366,7 +382,10 @@ func TestDescribe(t *testing.T) {
 }
 
 // TestHelp: --help opens with the usage and two examples, then lists every
-// flag once, GNU-style, under its group's title, with its variable.
+// flag once, GNU-style, under its group's title, with its variable; the
+// common flags come first, and every value has a placeholder that says
+// what it is (FILE, NAME, URL, SUBJECT=GLOB), never the flag package's
+// "string" or "value".
 func TestHelp(t *testing.T) {
 	var b strings.Builder
 	PrintUsage(&b)
@@ -378,20 +397,35 @@ func TestHelp(t *testing.T) {
 	}
 	group := "" // the title the flag's line comes under
 	seen := map[string]string{}
+	var order []string // the flags, as listed
 	titles := map[string]string{}
 	for _, g := range Groups {
 		titles[g.Title+":"] = g.Name
 	}
+	synopsis := map[string]string{}
 	for _, line := range strings.Split(out, "\n") {
 		if g, ok := titles[line]; ok {
 			group = g
 		}
 		if name, ok := strings.CutPrefix(line, "  --"); ok {
-			name, _, _ = strings.Cut(name, " ")
+			name, meta, _ := strings.Cut(name, " ")
 			if _, dup := seen[name]; dup {
 				t.Errorf("--%s is listed twice", name)
 			}
 			seen[name] = group
+			order = append(order, name)
+			synopsis[name] = meta
+			if meta != "" && (meta != strings.ToUpper(meta) || slices.Contains([]string{"STRING", "VALUE", "INT", "INT64", "FLOAT"}, meta)) {
+				t.Errorf("--%s %s: want a placeholder that says what the value is", name, meta)
+			}
+		}
+	}
+	if !slices.Equal(order[:len(CommonFlags)], CommonFlags) {
+		t.Errorf("the flags open with %q, want the common ones %q", order[:len(CommonFlags)], CommonFlags)
+	}
+	for name, want := range map[string]string{"config": "FILE", "token-env": "NAME", "jwks-url": "URL", "tool-allow": "SUBJECT=GLOB", "port": "N", "web": "", "env": "K=V"} {
+		if synopsis[name] != want {
+			t.Errorf("--%s %s, want --%s %s", name, synopsis[name], name, want)
 		}
 	}
 	ct := reflect.TypeFor[Config]()

@@ -105,12 +105,12 @@ func (fe *fileErrors) add(server, field, format string, a ...any) {
 }
 
 // LoadServers reads the --config file and resolves its servers
-// (ParseServers). The file is named in errors only once it is read:
-// until then it is only a setting's value.
+// (ParseServers). A file that cannot be read is named when its name is
+// a file's (fileNamed): else it may be a secret given in its place.
 func (c *Config) LoadServers(environ []string) ([]ServerSpec, error) {
 	data, err := os.ReadFile(c.ConfigFile)
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot read the file: %w", describe("ConfigFile"), pathless(err))
+		return nil, fmt.Errorf("%s: cannot read %s: %w", describe("ConfigFile"), fileNamed(c.ConfigFile), pathless(err))
 	}
 	return ParseServers(c.ConfigFile, data, c, environ)
 }
