@@ -26,10 +26,14 @@ import (
 // never imports Prometheus.
 type metrics struct {
 	path    string
-	handler http.Handler  // promhttp, for /metrics
-	scrape  auth.Verifier // Options.MetricsAuth; nil: /metrics is open
-	log     *slog.Logger
-	now     func() time.Time
+	handler http.Handler // promhttp, for /metrics
+	// own gathers the bridge's metrics alone, without the process's (Go
+	// runtime, process): Mounts serves every server's at its /metrics,
+	// each labelled with its server.
+	own    prometheus.Gatherer
+	scrape auth.Verifier // Options.MetricsAuth; nil: /metrics is open
+	log    *slog.Logger
+	now    func() time.Time
 
 	// byMethod are the counters of each era (0: 2025, 1: 2026-07-28), by
 	// method: known MCP methods, "response" and "other".
@@ -90,13 +94,20 @@ const (
 // millisecond) to long tool calls (minutes).
 var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
 
-func newMetrics(opts Options) *metrics {
+// processMetrics is the registry of the process's own metrics (the Go
+// runtime's, the process's), one for every bridge of the process.
+var processMetrics = sync.OnceValue(func() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		statsCollector{b: opts.Bridge},
 	)
+	return reg
+})
+
+func newMetrics(opts Options) *metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(statsCollector{b: opts.Bridge})
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcp_bridge_requests_total",
 		Help: "JSON-RPC messages clients sent to the MCP endpoint, by protocol era (2025: sessions, 2026-07-28: stateless requests), method (known MCP methods, response, other) and outcome (ok, error, refused, unanswered).",
@@ -144,7 +155,8 @@ func newMetrics(opts Options) *metrics {
 		}
 	}
 	reg.MustRegister(requests, latency, m.http, m.authFail, m.received, m.sent)
-	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	m.own = reg
+	m.handler = promhttp.HandlerFor(prometheus.Gatherers{processMetrics(), reg}, promhttp.HandlerOpts{})
 	return m
 }
 

@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path"
 	"strings"
 	"syscall"
 	"time"
@@ -150,7 +149,13 @@ func serveCommand(ctx context.Context, cfg *config.Config, environ []string, hop
 	}
 	// Arguments may carry secrets (--api-key=...): the log shows them as
 	// the web page does, masked.
-	return serve(ctx, cfg.Serving(), log, h, b, hopts.Path, hopts.Endpoints(), "command", strings.Join(bridge.RedactArgv(command), " "))
+	shown := strings.Join(bridge.RedactArgv(command), " ")
+	return serve(ctx, cfg.Serving(), log, h, b, func(base string) {
+		log.Info("mcp-bridge listening", "url", base+hopts.Path, "command", shown)
+		for _, e := range hopts.Endpoints() {
+			log.Info("also serving "+e.Name, "url", base+e.Path)
+		}
+	})
 }
 
 // serveServers serves the servers of the --config file (servers.go): the
@@ -165,15 +170,16 @@ func serveServers(ctx context.Context, cfg *config.Config, environ []string, hop
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	go set.reloadOn(ctx, hup)
-	// Each server's legacy stream is next to its MCP endpoint.
-	eps := hopts.Endpoints()
-	for i, e := range eps {
-		if e.Path == path.Join(path.Dir(hopts.Path), "sse") {
-			eps[i].Path = path.Join(path.Dir(httpapi.MountPath("{name}")), "sse")
+	return serve(ctx, cfg.Serving(), log, set, set, func(base string) {
+		log.Info("mcp-bridge listening", "addr", strings.TrimPrefix(base, "http://"), "servers", strings.Join(set.Names(), ","))
+		set.announce(base, set.Names())
+		if hopts.Web {
+			log.Info("also serving web page", "url", base+"/")
 		}
-	}
-	return serve(ctx, cfg.Serving(), log, set, set, httpapi.MountPath("{name}"), eps, "servers", strings.Join(set.Names(), ","))
+		log.Info("also serving metrics (Prometheus), every server's", "url", base+"/metrics")
+		// From now on a reload logs the URLs of the servers it starts.
+		go set.reloadOn(ctx, hup)
+	})
 }
 
 // refuse reports a configuration the bridge cannot start with: exit
@@ -190,20 +196,18 @@ type served interface {
 	Close(context.Context) error
 }
 
-// serve listens with h as cfg says, serving path and the other endpoints
-// (for the log), until ctx ends, then shuts down: the HTTP server and the
-// children of b.
-func serve(ctx context.Context, cfg config.Serving, log *slog.Logger, h http.Handler, b served, path string, endpoints []httpapi.Endpoint, what ...any) int {
+// serve listens with h as cfg says until ctx ends, then shuts down: the
+// HTTP server and the children of b. Once it listens, announce logs what
+// is served, as full URLs under base (http://127.0.0.1:8080), each of
+// which answers.
+func serve(ctx context.Context, cfg config.Serving, log *slog.Logger, h http.Handler, b served, announce func(base string)) int {
 	srv := &httpapi.Server{Addr: cfg.Addr, Handler: h, ReadTimeout: cfg.ReadTimeout}
 	if err := srv.Open(); err != nil {
 		log.Error("cannot listen", "err", err, "hint", config.ListenHint(err))
 		_ = b.Close(context.Background())
 		return 1
 	}
-	log.Info("mcp-bridge listening", append([]any{"url", srv.URL() + path}, what...)...)
-	for _, e := range endpoints {
-		log.Info("also serving "+e.Name, "url", srv.URL()+e.Path)
-	}
+	announce(srv.URL())
 
 	<-ctx.Done()
 	log.Info("shutting down", "timeout", cfg.ShutdownTimeout)

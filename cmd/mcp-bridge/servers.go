@@ -31,6 +31,7 @@ type serverSet struct {
 	log     *slog.Logger
 
 	served map[string]httpapi.MountSpec // what the last load applied, by name; owned by load
+	base   string                       // the listener's URL once it listens (announce); owned by load after
 }
 
 // openServers reads the file and starts serving its servers. bc and ho
@@ -49,6 +50,18 @@ func openServers(cfg config.Config, environ []string, bc bridge.Config, ho httpa
 		return nil, err
 	}
 	return s, nil
+}
+
+// announce logs the URLs the servers names are served at, under base,
+// and remembers base for the reloads to come. Called once the listener
+// is open, before reloadOn starts: load owns base from then on.
+func (s *serverSet) announce(base string, names []string) {
+	s.base = base
+	for _, name := range names {
+		for _, e := range s.Endpoints(name) {
+			s.log.Info("serving "+e.Name, "server", name, "url", base+e.Path)
+		}
+	}
 }
 
 // reloadOn rereads the file on every signal until ctx ends. A file that
@@ -117,6 +130,10 @@ func (s *serverSet) logLoad(mounts []httpapi.MountSpec, refused []refusedServer,
 		"refused", strings.Join(refusedNames, ","))
 	if len(mounts) == 0 && len(refused) == 0 {
 		s.log.Warn("the config file lists no enabled server", "config", s.file)
+	}
+	if s.base != "" {
+		// A reload: the servers it starts, at their URLs.
+		s.announce(s.base, append(slices.Clone(ch.Added), ch.Restarted...))
 	}
 	for _, ms := range mounts {
 		if ms.HTTP.Auth == nil && !s.cfg.Loopback() && !slices.Contains(ch.Unchanged, ms.Name) {

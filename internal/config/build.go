@@ -151,6 +151,8 @@ func (c *Config) MountsOptions(ho httpapi.Options, log *slog.Logger) httpapi.Mou
 		// The same checks as each server's own (they share the flags).
 		AllowedOrigins: ho.AllowedOrigins,
 		LoopbackOnly:   ho.LoopbackOnly,
+		// /metrics, every server's: the token that guards each one's.
+		MetricsAuth: ho.MetricsAuth,
 	}
 	if ho.Web {
 		// One page serves every server.
