@@ -131,6 +131,9 @@ func (s *serverSet) logLoad(mounts []httpapi.MountSpec, refused []refusedServer,
 	if len(mounts) == 0 && len(refused) == 0 {
 		s.log.Warn("the config file lists no enabled server", "config", s.file)
 	}
+	if why := s.LiveViewRefused(); why != "" {
+		s.log.Warn("the web page's live view cannot be opened", "why", why)
+	}
 	if s.base != "" {
 		// A reload: the servers it starts, at their URLs.
 		s.announce(s.base, append(slices.Clone(ch.Added), ch.Restarted...))
