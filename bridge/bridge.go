@@ -186,6 +186,8 @@ type Bridge struct {
 	cfg   Config
 	log   *slog.Logger
 	stats Stats
+	// starts is per-session mode's start breaker (startbreaker.go).
+	starts startBreaker
 	start startFunc // how a child starts: startProcess but in tests
 
 	mu       sync.Mutex
@@ -410,6 +412,10 @@ func (b *Bridge) Initialize(ctx context.Context, req InitRequest) (*Session, *St
 			return nil, nil, ErrClosing
 		}
 		return s, st, nil
+	}
+	if err := b.starts.admit(b.cfg.Now()); err != nil {
+		release()
+		return nil, nil, withID(err, msg.ID())
 	}
 	if err := b.attachChild(ctx, s, env); err != nil {
 		release()

@@ -131,6 +131,15 @@ func (s *Session) InFlight() int {
 	return len(s.up.calls)
 }
 
+// Alive reports whether the session still exists: not ended, and not on
+// its way out (its child gone, deleted, expired). A transport hands out a
+// session's id only while it is alive.
+func (s *Session) Alive() bool {
+	s.up.mu.Lock()
+	defer s.up.mu.Unlock()
+	return !s.closed && s.endReason == ""
+}
+
 func (s *Session) isClosed() bool {
 	s.up.mu.Lock()
 	defer s.up.mu.Unlock()
@@ -808,6 +817,7 @@ func (s *Session) end() {
 		}
 		child := u.child
 		reason := s.endReason
+		initialized := s.version != ""
 		retire := u.perIdentity && len(u.sessions) == 0 && !u.stopping
 		if retire {
 			u.stopping = true // no session joins a child on its way out
@@ -827,6 +837,9 @@ func (s *Session) end() {
 		if !s.stateless {
 			s.b.stats.SessionsEnded.Add(1)
 			s.log.Info("session ended", "reason", reason)
+		}
+		if !initialized {
+			s.startEnded(reason)
 		}
 		close(s.done)
 	})

@@ -535,6 +535,9 @@ func (u *upstream) initializedLocked(c *call, line []byte, f fields) {
 	if c.sess != nil {
 		c.sess.version = r.ProtocolVersion
 		c.sess.log.Info("session initialized", "protocol_version", r.ProtocolVersion)
+		if f.result.ok() && !u.shared {
+			u.b.starts.succeeded()
+		}
 	}
 	if !u.shared || u.initResult != nil {
 		return
