@@ -188,7 +188,7 @@ type Bridge struct {
 	stats Stats
 	// starts is per-session mode's start breaker (startbreaker.go).
 	starts startBreaker
-	start startFunc // how a child starts: startProcess but in tests
+	start  startFunc // how a child starts: startProcess but in tests
 
 	mu       sync.Mutex
 	sessions map[string]*Session
