@@ -106,7 +106,7 @@ func (s *Session) startEnded(reason string) {
 		return
 	}
 	switch reason {
-	case reasonDeleted, reasonExpired, reasonShutdown:
+	case reasonDeleted, reasonExpired, reasonUnreachable, reasonShutdown:
 		return
 	}
 	if b.starts.failedStart(b.cfg.Now(), reason) {

@@ -60,6 +60,9 @@ func TestWebPageInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	prefix := cs.ID()[:8]
+	// A session abandoned after initialized: the page shows when it ends,
+	// and that its client is gone.
+	openSessionAs(t, p.URL, token)
 
 	shot := filepath.Join(t.TempDir(), "web.png")
 	res := runWebpage(t, ctx, node, nodeModules, p.Base+"/", token, prefix, shot)
@@ -94,7 +97,7 @@ func TestWebPageInBrowser(t *testing.T) {
 		{"slow", []string{"Completed 4 steps"}},
 		{"progress", []string{"4/4", "step 4 of 4"}},
 		{"notifications", []string{"notifications/progress", "1/4 step 1 of 4", "notifications/message"}},
-		{"sessions", []string{prefix, "this console"}},
+		{"sessions", []string{prefix, "this console", "Ends in", "client gone"}},
 		{"disconnected", []string{"disconnected"}},
 	} {
 		got, ok := res.Steps[tt.step]

@@ -31,7 +31,7 @@ func TestBridge(t *testing.T) {
 			want: bridge.Config{
 				Command: []string{"srv"}, Mode: "per-session", SpawnQueue: 64,
 				Env:          []string{"PATH=/usr/bin", "ALICE_TOKEN=a", "HIDDEN=h", "JWT_SECRET=s", "SCRAPE=m", "PLAIN=p"},
-				MaxLineBytes: 16 << 20, StopGrace: 2 * time.Second, MaxSessions: 1000, IdleTimeout: 30 * time.Minute,
+				MaxLineBytes: 16 << 20, StopGrace: 2 * time.Second, MaxSessions: 1000, IdleTimeout: 30 * time.Minute, UnreachableTimeout: time.Minute,
 				RequestTimeout: 5 * time.Minute, InitTimeout: 30 * time.Second,
 				QueueLimit: 1024, EventLogEvents: 4096, EventLogBytes: 4 << 20,
 				ChildProtocol: "auto", InputTTL: 10 * time.Minute, MaxParked: 16,
@@ -44,7 +44,7 @@ func TestBridge(t *testing.T) {
 				Env: []string{"PLAIN=over", "ADDED=1"}, HideEnv: []string{"HIDDEN"},
 				TokenEnvs: []string{"ALICE_TOKEN"}, JWTSecretEnv: "JWT_SECRET", MetricsTokenEnv: "SCRAPE",
 				MaxMessageBytes: ptr(100), StopGrace: ptr(time.Second), MaxSessions: ptr(7), IdleTimeout: ptr(time.Minute),
-				RequestTimeout: ptr(time.Duration(0)), InitTimeout: ptr(time.Duration(0)),
+				RequestTimeout: ptr(time.Duration(0)), InitTimeout: ptr(time.Duration(0)), UnreachableTimeout: ptr(time.Duration(0)),
 				QueueLimit: ptr(5), EventLogEvents: ptr(6), EventLogBytes: ptr(7000),
 				Stateless: true, ChildProtocol: ptr("legacy"), InputTTL: ptr(time.Minute), MaxParked: ptr(2), ReplicaID: "r1",
 			},
@@ -54,7 +54,7 @@ func TestBridge(t *testing.T) {
 				// hidden; --env overrides.
 				Env:          []string{"PATH=/usr/bin", "PLAIN=over", "ADDED=1"},
 				MaxLineBytes: 100, StopGrace: time.Second, MaxSessions: 7, IdleTimeout: time.Minute,
-				RequestTimeout: -1, InitTimeout: -1, // 0 turns them off; the bridge's off is negative
+				RequestTimeout: -1, InitTimeout: -1, UnreachableTimeout: -1, // 0 turns them off; the bridge's off is negative
 				QueueLimit: 5, EventLogEvents: 6, EventLogBytes: 7000,
 				Stateless: true, ChildProtocol: "legacy", InputTTL: time.Minute, MaxParked: 2, ReplicaID: "r1",
 			},

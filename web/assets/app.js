@@ -248,7 +248,7 @@ function ago(iso) {
   return el("span", { dataset: { ago: iso } }, fmtDuration(serverNow() - Date.parse(iso)) + " ago");
 }
 
-// until counts down to a time: when a parked call expires.
+// until counts down to a time: when a parked call or a session expires.
 function until(iso) {
   return el("span", { dataset: { until: iso } }, fmtDuration(Math.max(0, Date.parse(iso) - serverNow())));
 }
@@ -306,6 +306,9 @@ function renderSnapshot() {
       el("td", { class: s.inFlight > 0 ? "num busy" : "num" }, String(s.inFlight)),
       el("td", { class: "mono" }, s.childPid ? String(s.childPid) : ""),
       el("td", {}, s.streamOpen ? "open" : ""),
+      // When the bridge ends it if nothing happens: its idle timeout, or
+      // sooner when no client can reach it any more.
+      el("td", { class: s.unreachable ? "warn" : "" }, s.expires ? until(s.expires) : "", s.unreachable ? el("span", { class: "hint", title: "its GET stream closed and nothing came since, or it sent nothing after initialized" }, " client gone") : null),
     ),
   );
   $("sessions").tBodies[0].replaceChildren(...rows);
