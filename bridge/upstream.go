@@ -634,6 +634,12 @@ func (u *upstream) watch(child child) {
 	err := child.Err()
 	tail := child.StderrTail()
 	status := exitStatus(err)
+	// A child the bridge's shutdown stopped did not fail: its requests
+	// are told the bridge is shutting down, whoever they are for (a
+	// session's ended with that reason already; a 2026-07-28 call's has
+	// no session of a client's to carry it).
+	ended := "the MCP server process exited (" + status + ")"
+	closing := u.b.phaseNow() == phaseClosed
 
 	u.mu.Lock()
 	if u.child == child {
@@ -646,7 +652,10 @@ func (u *upstream) watch(child child) {
 	if len(tail) > 0 {
 		data["stderr"] = strings.Join(tail, "\n")
 	}
-	ending := u.failAllLocked("the MCP server process exited ("+status+")", data)
+	if closing && stopping {
+		ended = reasonShutdown
+	}
+	ending := u.failAllLocked(ended, data)
 	if u.shared {
 		u.initFailedLocked(child, &Error{Kind: KindUnavailable, Code: CodeChildExited,
 			Message: "the MCP server exited (" + status + ") before it initialized; try again shortly"}, false)

@@ -383,6 +383,16 @@ func (m *Mounts) retire(mt *mount) {
 	log.Info("server stopped")
 }
 
+// Busy is what every served server's clients are waiting on now: the
+// requests in flight, for a shutdown to say what it waits for.
+func (m *Mounts) Busy() bridge.Busy {
+	var busy bridge.Busy
+	for _, mt := range *m.set.Load() {
+		busy = busy.Add(mt.b.Busy())
+	}
+	return busy
+}
+
 // Drain prepares every served bridge for shutdown (bridge.Drain) and
 // refuses further Applies.
 func (m *Mounts) Drain() {

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -43,16 +44,47 @@ func main() {
 		}
 		return
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
+	ctx, force, stop := shutdownSignals()
+	code := run(ctx, force, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// shutdownSignals: the first SIGINT or SIGTERM ends ctx, which starts the
+// graceful shutdown; the second ends force, which stops at once (every
+// server process killed, its requests answered, nothing left behind), as
+// a second Ctrl-C does in the servers people know. stop ends the
+// signal watcher.
+func shutdownSignals() (ctx, force context.Context, stop func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	force, cancelForce := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { // ends with the second signal, or stop
+		for _, end := range []context.CancelFunc{cancel, cancelForce} {
+			select {
+			case <-sigs:
+				end()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, force, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+		cancelForce()
+	}
 }
 
 // run is the bridge's life: its settings, then the packages wired
-// together, served, and shut down when ctx ends. It returns the exit
+// together, served, and shut down when ctx ends (at once when force ends
+// too). It returns the exit
 // status: 2 for settings the bridge cannot start with, 1 when it cannot
 // run. --help, asked for, is output: it goes to stdout.
-func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+func run(ctx, force context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	cfg, err := config.Load(args, environ, stdout)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -88,9 +120,9 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		log.Warn("cannot reap orphaned grandchildren", "err", err)
 	}
 	if cfg.ConfigFile != "" {
-		return serveServers(ctx, &cfg, environ, hopts, log, stderr)
+		return serveServers(ctx, force, &cfg, environ, hopts, log, stderr)
 	}
-	return serveCommand(ctx, &cfg, environ, hopts, log, stderr)
+	return serveCommand(ctx, force, &cfg, environ, hopts, log, stderr)
 }
 
 // endpoint is the HTTP settings with what they name read and opened: the
@@ -116,7 +148,7 @@ func endpoint(authCtx context.Context, cfg *config.Config, environ []string, std
 }
 
 // serveCommand serves one MCP server, the command's (or the demo's).
-func serveCommand(ctx context.Context, cfg *config.Config, environ []string, hopts httpapi.Options, log *slog.Logger, stderr io.Writer) int {
+func serveCommand(ctx, force context.Context, cfg *config.Config, environ []string, hopts httpapi.Options, log *slog.Logger, stderr io.Writer) int {
 	if hopts.Auth == nil && !cfg.Loopback() {
 		log.Warn("no authentication on a non-loopback address: anyone who reaches it can start processes; set --token-env or a JWT key")
 	}
@@ -150,7 +182,7 @@ func serveCommand(ctx context.Context, cfg *config.Config, environ []string, hop
 	// Arguments may carry secrets (--api-key=...): the log shows them as
 	// the web page does, masked.
 	shown := strings.Join(bridge.RedactArgv(command), " ")
-	return serve(ctx, cfg.Serving(), log, h, b, func(base string) {
+	return serve(ctx, force, cfg.Serving(), log, h, b, func(base string) {
 		log.Info("mcp-bridge listening", "url", base+hopts.Path, "command", shown)
 		for _, e := range hopts.Endpoints() {
 			log.Info("also serving "+e.Name, "url", base+e.Path)
@@ -160,7 +192,7 @@ func serveCommand(ctx context.Context, cfg *config.Config, environ []string, hop
 
 // serveServers serves the servers of the --config file (servers.go): the
 // flags' settings are each server's defaults; SIGHUP rereads the file.
-func serveServers(ctx context.Context, cfg *config.Config, environ []string, hopts httpapi.Options, log *slog.Logger, stderr io.Writer) int {
+func serveServers(ctx, force context.Context, cfg *config.Config, environ []string, hopts httpapi.Options, log *slog.Logger, stderr io.Writer) int {
 	bcfg := cfg.Bridge(nil, environ) // each server has its own command
 	bcfg.Logger = log
 	set, err := openServers(*cfg, environ, bcfg, hopts, log)
@@ -170,7 +202,7 @@ func serveServers(ctx context.Context, cfg *config.Config, environ []string, hop
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	return serve(ctx, cfg.Serving(), log, set, set, func(base string) {
+	return serve(ctx, force, cfg.Serving(), log, set, set, func(base string) {
 		log.Info("mcp-bridge listening", "addr", strings.TrimPrefix(base, "http://"), "servers", strings.Join(set.Names(), ","))
 		set.announce(base, set.Names())
 		if hopts.Web {
@@ -194,13 +226,14 @@ func refuse(stderr io.Writer, err error) int {
 type served interface {
 	Drain()
 	Close(context.Context) error
+	Busy() bridge.Busy
 }
 
 // serve listens with h as cfg says until ctx ends, then shuts down: the
-// HTTP server and the children of b. Once it listens, announce logs what
-// is served, as full URLs under base (http://127.0.0.1:8080), each of
-// which answers.
-func serve(ctx context.Context, cfg config.Serving, log *slog.Logger, h http.Handler, b served, announce func(base string)) int {
+// HTTP server and the children of b, at once if force ends. Once it
+// listens, announce logs what is served, as full URLs under base
+// (http://127.0.0.1:8080), each of which answers.
+func serve(ctx, force context.Context, cfg config.Serving, log *slog.Logger, h http.Handler, b served, announce func(base string)) int {
 	srv := &httpapi.Server{Addr: cfg.Addr, Handler: h, ReadTimeout: cfg.ReadTimeout}
 	if err := srv.Open(); err != nil {
 		log.Error("cannot listen", "err", err, "hint", config.ListenHint(err))
@@ -210,13 +243,24 @@ func serve(ctx context.Context, cfg config.Serving, log *slog.Logger, h http.Han
 	announce(srv.URL())
 
 	<-ctx.Done()
-	log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	// Whoever pressed Ctrl-C is told what the bridge waits for, and how
+	// not to.
+	if busy := b.Busy(); busy.Requests > 0 {
+		log.Info("shutting down", "timeout", cfg.ShutdownTimeout, "waiting_for", requestsInFlight(busy),
+			"hint", "signal again (Ctrl-C) to stop at once")
+	} else {
+		log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	}
 	// Stop accepting; end the GET streams; give requests in flight until
 	// the deadline; then stop every child with the full stop sequence.
 	// The HTTP server keeps serving while the children stop: stopping a
 	// child answers each request still in flight on it with a JSON-RPC
 	// error ("the bridge is shutting down"), and its client should read
-	// that rather than a cut connection.
+	// that rather than a cut connection. A second signal skips the wait
+	// and the stop sequence: the children are killed, and their requests
+	// answered the same way.
+	forced := context.AfterFunc(force, func() { log.Warn("second signal: stopping at once; the servers are killed") })
+	defer forced()
 	b.Drain()
 	httpCtx, cutHTTP := context.WithCancel(context.Background())
 	defer cutHTTP()
@@ -229,11 +273,15 @@ func serve(ctx context.Context, cfg config.Serving, log *slog.Logger, h http.Han
 	case httpErr = <-httpDone:
 		httpOpen = false
 	case <-deadline.C:
+		if busy := b.Busy(); busy.Requests > 0 {
+			log.Info("--shutdown-timeout passed; stopping the servers, which answers what is in flight", "in_flight", requestsInFlight(busy))
+		}
+	case <-force.Done():
 	}
 	deadline.Stop()
-	cctx, cancel := context.WithTimeout(context.Background(), cfg.StopTimeout())
+	cctx, cancel := context.WithTimeout(force, cfg.StopTimeout())
 	defer cancel()
-	if err := b.Close(cctx); err != nil {
+	if err := b.Close(cctx); err != nil && force.Err() == nil {
 		log.Warn("some children had to be killed", "err", err)
 	}
 	// Their groups are killed; what is left of them must be reaped before
@@ -255,6 +303,15 @@ func serve(ctx context.Context, cfg config.Serving, log *slog.Logger, h http.Han
 	}
 	log.Info("stopped")
 	return 0
+}
+
+// requestsInFlight says busy for a person: "2 requests (tools/call×2)".
+func requestsInFlight(busy bridge.Busy) string {
+	n := strconv.Itoa(busy.Requests) + " requests"
+	if busy.Requests == 1 {
+		n = "1 request"
+	}
+	return n + " (" + busy.String() + ")"
 }
 
 // answerGrace is how long, once every child is stopped at shutdown, the
