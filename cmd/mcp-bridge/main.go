@@ -1,7 +1,7 @@
 // Command mcp-bridge serves a stdio MCP server over Streamable HTTP, one
 // child process per MCP session. It only wires the packages together:
 // the settings (internal/config) into a bridge, its HTTP handler and a
-// server, then the shutdown. See README.md for the options.
+// server, then the shutdown. See README.md, and docs/options.md for the options.
 package main
 
 import (
@@ -37,9 +37,14 @@ func main() {
 		config.PrintUsage(os.Stdout)
 		return
 	}
-	if len(os.Args) > 1 && os.Args[1] == "demo-server" {
-		if err := demo.Run(context.Background()); err != nil {
-			fmt.Fprintln(os.Stderr, "demo-server:", err)
+	// The demo servers ignore what follows their name.
+	if len(os.Args) > 1 && (os.Args[1] == "demo-server" || os.Args[1] == "conformance-server") {
+		srv := demo.NewServer()
+		if os.Args[1] == "conformance-server" {
+			srv = demo.NewConformanceServer()
+		}
+		if err := demo.Run(context.Background(), srv); err != nil {
+			fmt.Fprintln(os.Stderr, os.Args[1]+":", err)
 			os.Exit(1)
 		}
 		return

@@ -89,7 +89,7 @@ func TestWebPageInBrowser(t *testing.T) {
 		{"session", []string{prefix, "WEB_TOKEN", "2025-11-25"}}, // the SDK client's session, by principal
 		{"children", []string{"pid ", "Uptime", "Restarts"}},
 		{"connected", []string{"connected to default", "session ", "protocol "}},
-		{"tools", []string{"echo", "slow", "add"}},
+		{"tools", []string{"echo", "slow", "sample", "elicit"}}, // the demo's few, not the conformance fixtures
 		{"echoForm", []string{"message *", "string"}}, // required and marked so
 		{"echo", []string{"echo returned", "hello from chromium"}},
 		{"slowForm", []string{"steps", "delay_ms", "integer"}},
@@ -112,6 +112,9 @@ func TestWebPageInBrowser(t *testing.T) {
 				t.Errorf("step %s: the page shows %q, want it to contain %q", tt.step, got, w)
 			}
 		}
+	}
+	if strings.Contains(res.Steps["tools"], "test_") {
+		t.Errorf("the demo's tools include conformance fixtures: %q", res.Steps["tools"])
 	}
 	if strings.Contains(strings.Join(mapValues(res.Steps), "\n"), cs.ID()) {
 		t.Error("the page shows a whole session id")
@@ -211,7 +214,7 @@ func TestWebFeedShutdown(t *testing.T) {
 func TestWebPageModern(t *testing.T) {
 	node, nodeModules := browserPeers(t)
 	token := randomToken()
-	p := startBridge(t, append(environWithout(envPrefix), "WEB_TOKEN="+token), "--token-env", "WEB_TOKEN", "--child-protocol", "legacy")
+	p := startBridge(t, append(environWithout(envPrefix), "WEB_TOKEN="+token), withFixtures(t, "--token-env", "WEB_TOKEN", "--child-protocol", "legacy")...)
 	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
 	defer cancel()
 	hc := &http.Client{Transport: bearerTransport{token, http.DefaultTransport}}

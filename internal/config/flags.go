@@ -322,7 +322,7 @@ func strayWord(fs *flag.FlagSet, before []string, word string) error {
 func PrintUsage(w io.Writer) {
 	fmt.Fprint(w, `Usage: mcp-bridge [flags] [-- command [args...]]
        mcp-bridge [flags] --config FILE
-       mcp-bridge help | version | demo-server
+       mcp-bridge help | version | demo-server | conformance-server
 
 Serves a stdio MCP server over Streamable HTTP (and the legacy HTTP+SSE
 transport), to MCP 2025 sessions and stateless 2026-07-28 clients alike.
@@ -353,6 +353,7 @@ type FlagDoc struct {
 	Meta    string // the placeholder of its value ("NAME"); "" for a true/false flag
 	Env     string // its variable: "MCP_BRIDGE_TOKEN_ENVS"
 	Default string // the default as the flag prints it; "" when it has none worth showing
+	Zero    string // the default when it is a zero value (false, 0, 0s); "" otherwise
 	Help    string
 	Bool    bool
 }
@@ -391,7 +392,11 @@ func GroupFlags(group string) []FlagDoc {
 		if d.Bool {
 			d.Meta = ""
 		}
-		if v := fl.DefValue; v != "" && v != "[]" && v != "0" && v != "false" && v != "0s" {
+		switch v := fl.DefValue; v {
+		case "", "[]":
+		case "0", "false", "0s":
+			d.Zero = v
+		default:
 			d.Default = v
 		}
 		out = append(out, d)
