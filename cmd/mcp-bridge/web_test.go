@@ -90,7 +90,7 @@ func TestWebPageInBrowser(t *testing.T) {
 		{"children", []string{"pid ", "Uptime", "Restarts"}},
 		{"connected", []string{"connected to default", "session ", "protocol "}},
 		{"tools", []string{"echo", "slow", "sample", "elicit"}}, // the demo's few, not the conformance fixtures
-		{"echoForm", []string{"message *", "string"}}, // required and marked so
+		{"echoForm", []string{"message *", "string"}},           // required and marked so
 		{"echo", []string{"echo returned", "hello from chromium"}},
 		{"slowForm", []string{"steps", "delay_ms", "integer"}},
 		{"progressSeen", []string{"of 4"}},

@@ -109,7 +109,7 @@ type Config struct {
 	LogFormat          *string        `env:"LOG_FORMAT" flag:"log-format" meta:"FORMAT" group:"log" help:"text or json"`
 	LogLevel           *string        `env:"LOG_LEVEL" flag:"log-level" meta:"LEVEL" group:"log" help:"debug, info, warn or error"`
 
-	// Who may connect (README "Authentication and tool policy"). All off by default.
+	// Who may connect (docs/auth.md). All off by default.
 	TokenEnvs               []string `env:"TOKEN_ENVS" envSeparator:"," flag:"token-env" meta:"NAME" group:"common" help:"name of an environment variable holding an accepted bearer token; the request's principal is the variable's name (repeatable)"`
 	JWTSecretEnv            string   `env:"JWT_SECRET_ENV" flag:"jwt-secret-env" meta:"NAME" group:"auth" help:"name of an environment variable holding the HMAC secret (32+ bytes) of HS256/384/512 JWTs"`
 	JWTPublicKey            string   `env:"JWT_PUBLIC_KEY" flag:"jwt-public-key" meta:"FILE" group:"auth" help:"PEM file of the public key(s) of RS*/PS*/ES*/EdDSA JWTs"`
@@ -128,8 +128,7 @@ type Config struct {
 	AuditLog                string   `env:"AUDIT_LOG" flag:"audit-log" meta:"FILE" group:"log" help:"file to append one JSON line per request to (principal, session, method, tool, outcome, duration); - for stdout"`
 	AuditArguments          bool     `env:"AUDIT_ARGUMENTS" flag:"audit-arguments" group:"log" help:"add tools/call arguments to the audit log (they may hold personal data or secrets)"`
 
-	// Who sees what of the others (README "Web page", "Health, readiness
-	// and metrics").
+	// Who sees what of the others (docs/web-page.md, docs/operations.md).
 	Admins          []string `env:"ADMINS" envSeparator:"," flag:"admin" meta:"SUBJECT" group:"web" help:"SUBJECT (*, scope:NAME, token:NAME, jwt:SUB or a principal name) who sees every session and child on the web page, stderr included; others see their own (repeatable)"`
 	MetricsTokenEnv string   `env:"METRICS_TOKEN_ENV" flag:"metrics-token-env" meta:"NAME" group:"web" help:"name of an environment variable holding the bearer token /metrics then requires (default: /metrics is open)"`
 }

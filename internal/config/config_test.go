@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bufio"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,7 +18,7 @@ import (
 	"github.com/mcp-bridge/mcp-bridge/stdio"
 )
 
-// TestDefaults pins the defaults README documents, and checks that each
+// TestDefaults pins the defaults docs/options.md documents, and checks that each
 // is the default of the package that interprets the setting.
 func TestDefaults(t *testing.T) {
 	got := Defaults()
@@ -280,7 +279,7 @@ func TestLoadErrors(t *testing.T) {
 }
 
 // TestGroups: every flag belongs to one of Groups, so that --help and
-// README can be grouped by topic.
+// docs/options.md can be grouped by topic.
 func TestGroups(t *testing.T) {
 	known := map[string]bool{}
 	for _, g := range Groups {
@@ -303,23 +302,30 @@ func TestGroups(t *testing.T) {
 	}
 }
 
-// TestREADME holds README's Options table to Config: a row for every
-// flag, naming its variable, and its Default the one the bridge has.
-func TestREADME(t *testing.T) {
-	f, err := os.Open("../../README.md")
+// update rewrites the files the tests generate (docs/options.md).
+var update = flag.Bool("update", false, "rewrite docs/options.md from the flag definitions")
+
+// TestOptionsDoc holds docs/options.md to the flag definitions it is
+// generated from: a row for every flag, naming its variable, its default
+// (the one the bridge has, Defaults) and its help. It fails when the file
+// is stale; -update rewrites it.
+func TestOptionsDoc(t *testing.T) {
+	const file = "../../docs/options.md"
+	var b strings.Builder
+	WriteOptionsDoc(&b)
+	if *update {
+		if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	row := regexp.MustCompile("^\\| `--([a-z-]+)[^`]*` \\| `([A-Z_]+)` \\| ([^|]*) \\|")
-	literal := regexp.MustCompile("^`([^`]*)`( \\(.*\\))?$")
-	rows := map[string][2]string{} // flag -> variable, default
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if m := row.FindStringSubmatch(sc.Text()); m != nil {
-			rows[m[1]] = [2]string{m[2], strings.TrimSpace(m[3])}
-		}
+	if string(got) != b.String() {
+		t.Fatalf("%s is stale: run go test ./internal/config -run TestOptionsDoc -update", file)
 	}
+	// Each flag's row, and its default as the flag parses it.
 	def := Defaults()
 	ct := reflect.TypeFor[Config]()
 	for i := range ct.NumField() {
@@ -328,35 +334,27 @@ func TestREADME(t *testing.T) {
 		if name == "" || name == "-" {
 			continue
 		}
-		r, ok := rows[name]
+		row := regexp.MustCompile("(?m)^\\| `--" + regexp.QuoteMeta(name) + "[^`]*` \\| `" + EnvPrefix + f.Tag.Get("env") + "` \\| ([^|]*) \\|")
+		m := row.FindStringSubmatch(string(got))
+		if m == nil {
+			t.Errorf("docs/options.md has no row for --%s", name)
+			continue
+		}
+		lit, ok := strings.CutPrefix(strings.TrimSpace(m[1]), "`")
 		if !ok {
-			t.Errorf("README's Options table has no row for --%s", name)
-			continue
+			continue // none
 		}
-		if want := EnvPrefix + f.Tag.Get("env"); r[0] != want {
-			t.Errorf("README: --%s is read from %s, not %s", name, want, r[0])
-		}
-		m := literal.FindStringSubmatch(r[1])
-		if m == nil || strings.HasPrefix(m[1], "--") {
-			continue // a default in words ("none", "sse next to --path"), or another flag's
-		}
-		// README's default, parsed as the flag parses it, must be the
-		// default the bridge runs with.
-		var fromREADME Config
+		var fromDoc Config
 		fs := flag.NewFlagSet("", flag.ContinueOnError)
-		var failed string
-		bindFlags(fs, &fromREADME, &failed)
-		if err := fs.Set(name, m[1]); err != nil {
-			t.Errorf("README: --%s default %q does not parse: %v", name, m[1], err)
+		bindFlags(fs, &fromDoc, nil)
+		if err := fs.Set(name, strings.TrimSuffix(lit, "`")); err != nil {
+			t.Errorf("docs/options.md: --%s default %s does not parse: %v", name, m[1], err)
 			continue
 		}
-		got := reflect.ValueOf(fromREADME.withDefaults()).Field(i)
+		got := reflect.ValueOf(fromDoc.withDefaults()).Field(i)
 		if want := reflect.ValueOf(def).Field(i); !reflect.DeepEqual(got.Interface(), want.Interface()) {
-			t.Errorf("README: --%s default %s, but the bridge's is %v", name, r[1], reflect.Indirect(want))
+			t.Errorf("docs/options.md: --%s default %s, but the bridge's is %v", name, m[1], reflect.Indirect(want))
 		}
-	}
-	if len(rows) < 10 {
-		t.Fatalf("found %d rows of the Options table in README: has its format changed?", len(rows))
 	}
 }
 

@@ -1,8 +1,8 @@
 package config
 
 // --config: several MCP servers from one file, in the "mcpServers" format
-// MCP clients already use, each served at /servers/NAME/mcp (README
-// "Several servers"). This file reads and checks the file, resolves each
+// MCP clients already use, each served at /servers/NAME/mcp
+// (docs/several-servers.md). This file reads and checks the file, resolves each
 // server against the flags, and turns it into the settings of its bridge
 // and endpoint (Mount); httpapi.Mounts serves them, and cmd/mcp-bridge
 // swaps them on SIGHUP.
@@ -503,7 +503,7 @@ func decodeError(err error) (field, msg string) {
 		return field, "want " + jsonKind(field)
 	}
 	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return strings.Trim(f, `"`), "unknown field (see README \"Several servers\" for the fields)"
+		return strings.Trim(f, `"`), "unknown field (see docs/several-servers.md for the fields)"
 	}
 	return "", "not a valid server entry"
 }
