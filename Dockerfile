@@ -1,5 +1,5 @@
 # mcp-bridge image: the bridge on a Node runtime, so it can serve
-# node-based MCP servers through npx. README "Docker and compose".
+# node-based MCP servers through npx. docs/docker.md.
 #
 #   docker build -t mcp-bridge .
 #   docker run --init -p 127.0.0.1:8080:8080 -e MCP_TOKEN=... \

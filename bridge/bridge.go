@@ -27,7 +27,10 @@ import (
 const (
 	DefaultMaxSessions = 1000
 	DefaultIdleTimeout = 30 * time.Minute
-	DefaultQueueLimit  = 1024
+	// DefaultUnreachableTimeout ends sooner a session no client can reach
+	// any more (Config.UnreachableTimeout).
+	DefaultUnreachableTimeout = time.Minute
+	DefaultQueueLimit         = 1024
 	// DefaultEventLogEvents and DefaultEventLogBytes bound a session's
 	// event log (Config.EventLogEvents, EventLogBytes).
 	DefaultEventLogEvents = 4096
@@ -87,6 +90,13 @@ type Config struct {
 	// IdleTimeout ends a session with no request in flight, no open stream
 	// and no traffic for this long. Default 30 min; negative disables.
 	IdleTimeout time.Duration
+	// UnreachableTimeout ends sooner a session that, as far as the bridge
+	// can tell, no client can reach any more: its client's GET stream
+	// closed and nothing came since, or it never opened one and sent
+	// nothing after notifications/initialized (Session.unreachableLocked).
+	// Clients that stop without DELETE leave such sessions, each with its
+	// process. Default 1 min; negative disables (IdleTimeout applies).
+	UnreachableTimeout time.Duration
 	// RequestTimeout bounds the wait for the child's answer to a request.
 	// When it runs out the client gets a JSON-RPC error
 	// (CodeRequestTimeout), the child gets notifications/cancelled with
@@ -187,7 +197,9 @@ type Bridge struct {
 	cfg   Config
 	log   *slog.Logger
 	stats Stats
-	start startFunc // how a child starts: startProcess but in tests
+	// starts is per-session mode's start breaker (startbreaker.go).
+	starts startBreaker
+	start  startFunc // how a child starts: startProcess but in tests
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -248,6 +260,9 @@ func newBridge(cfg Config, start startFunc) (*Bridge, error) {
 	}
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.UnreachableTimeout == 0 {
+		cfg.UnreachableTimeout = DefaultUnreachableTimeout
 	}
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
@@ -326,7 +341,7 @@ func newBridge(cfg Config, start startFunc) (*Bridge, error) {
 	b.spawnSem = make(chan struct{}, spawnConcurrency)
 	b.pool = make(chan *upstream, cfg.Prespawn)
 	b.poolKick = make(chan struct{}, 1)
-	if cfg.IdleTimeout > 0 {
+	if cfg.IdleTimeout > 0 || cfg.UnreachableTimeout > 0 {
 		b.spawn(b.janitor)
 	}
 	if cfg.Prespawn > 0 && cfg.Mode == ModePerSession {
@@ -421,6 +436,10 @@ func (b *Bridge) Initialize(ctx context.Context, req InitRequest) (*Session, *St
 			return nil, nil, ErrClosing
 		}
 		return s, st, nil
+	}
+	if err := b.starts.admit(b.cfg.Now()); err != nil {
+		release()
+		return nil, nil, withID(err, msg.ID())
 	}
 	if err := b.attachChild(ctx, s, env); err != nil {
 		release()

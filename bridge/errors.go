@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Kind classifies an error for the transports. Each transport maps a Kind to
@@ -61,7 +62,10 @@ type Error struct {
 	// Data is the JSON-RPC error's data member, for the client (the
 	// supported versions of -32022, the capabilities -32021 needs).
 	Data any
-	Err  error // for the log only
+	// RetryAfter, when set, is when a refused client may try again
+	// (KindUnavailable); the transports say it (Retry-After).
+	RetryAfter time.Duration
+	Err        error // for the log only
 }
 
 func (e *Error) Error() string {

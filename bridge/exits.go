@@ -8,6 +8,9 @@ const (
 	reasonDeleted  = "the session was deleted"
 	reasonExpired  = "the session expired"
 	reasonShutdown = "the bridge is shutting down"
+	// reasonUnreachable: no client could reach the session any more
+	// (Session.unreachableLocked); counted with the idle ones.
+	reasonUnreachable = "the session expired: its client had left"
 )
 
 // exitCounterLocked picks the Stats counter for a child the bridge
@@ -20,7 +23,7 @@ func (u *upstream) exitCounterLocked() *atomic.Int64 {
 			switch s.endReason {
 			case reasonDeleted:
 				return &u.b.stats.ChildrenDeleted
-			case reasonExpired:
+			case reasonExpired, reasonUnreachable:
 				return &u.b.stats.ChildrenIdle
 			}
 		}

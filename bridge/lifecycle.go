@@ -132,9 +132,16 @@ func (b *Bridge) Close(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// janitor ends idle sessions, until the bridge closes.
+// janitor ends the sessions whose time is up (Session.expiry: idle for
+// IdleTimeout, or no client can reach them for UnreachableTimeout), and
+// reclaims idle pooled children, until the bridge closes.
 func (b *Bridge) janitor() {
-	every := min(max(b.cfg.IdleTimeout/4, 10*time.Millisecond), time.Minute)
+	every := time.Minute
+	for _, d := range []time.Duration{b.cfg.IdleTimeout, b.cfg.UnreachableTimeout} {
+		if d > 0 {
+			every = min(every, max(d/4, 10*time.Millisecond))
+		}
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -144,19 +151,32 @@ func (b *Bridge) janitor() {
 		case <-t.C:
 			now := b.cfg.Now()
 			b.mu.Lock()
-			var idle []*Session
+			var due []*Session
+			var unreachable []bool
 			for _, s := range b.sessions {
-				if s.ready && s.idleSince(now) >= b.cfg.IdleTimeout {
-					idle = append(idle, s)
+				if !s.ready {
+					continue
+				}
+				if at, gone := s.expiry(); !at.IsZero() && !now.Before(at) {
+					due = append(due, s)
+					unreachable = append(unreachable, gone)
 				}
 			}
 			b.mu.Unlock()
-			for _, s := range idle {
-				s.log.Info("session idle; ending it", "idle_timeout", b.cfg.IdleTimeout)
+			for i, s := range due {
+				reason := reasonExpired
+				if unreachable[i] {
+					reason = reasonUnreachable
+					s.log.Info("no client can reach the session any more; ending it", "unreachable_timeout", b.cfg.UnreachableTimeout)
+				} else {
+					s.log.Info("session idle; ending it", "idle_timeout", b.cfg.IdleTimeout)
+				}
 				// Refused once the bridge is closed: Close ends it.
-				b.spawn(func() { s.stop(context.Background(), reasonExpired) })
+				b.spawn(func() { s.stop(context.Background(), reason) })
 			}
-			b.reclaimPools(now)
+			if b.cfg.IdleTimeout > 0 {
+				b.reclaimPools(now)
+			}
 		}
 	}
 }

@@ -23,7 +23,9 @@ const readyPingTimeout = 2 * time.Second
 // Ready reports whether Initialize could start a session now, without
 // starting one (a readiness probe must not spawn a process per probe):
 // nil, or ErrClosing while the bridge drains or closes, ErrTooManySessions
-// at the session cap, ErrSharedDown once a shared child's crash-loop
+// at the session cap, ErrServerFailing while per-session mode's start
+// breaker is open (the last sessions' children all ended before they
+// answered initialize), ErrSharedDown once a shared child's crash-loop
 // breaker has tripped, or ErrCommandNotFound when the command's executable
 // does not resolve.
 func (b *Bridge) Ready() error {
@@ -35,6 +37,9 @@ func (b *Bridge) Ready() error {
 		return ErrClosing
 	case n >= b.cfg.MaxSessions:
 		return ErrTooManySessions
+	}
+	if err := b.starts.ready(); err != nil {
+		return err
 	}
 	if shared != nil {
 		shared.mu.Lock()

@@ -41,10 +41,16 @@ type Session struct {
 	endReason   string // why the session ended, for errors to requests still in flight
 	lastSeen    time.Time
 	created     time.Time
-	ready       bool            // s.up is set; guarded by the bridge's mutex
-	logLevel    int             // shared mode: lowest level it wants (index in logLevels); -1: all
-	subs        map[string]bool // shared mode: resources it subscribed to
-	stateless   bool            // one stateless HTTP request's session
+	// What the session's client did, for the janitor to tell a client
+	// that has left from one that is only quiet (unreachableLocked).
+	heard     time.Time       // the client's last request, POST or stream
+	listened  bool            // the client opened a GET stream
+	spoke     bool            // the client sent something after notifications/initialized
+	getLeft   time.Time       // when the client of its last GET stream let go
+	ready     bool            // s.up is set; guarded by the bridge's mutex
+	logLevel  int             // shared mode: lowest level it wants (index in logLevels); -1: all
+	subs      map[string]bool // shared mode: resources it subscribed to
+	stateless bool            // one stateless HTTP request's session
 	// modern: a session of the bridge's own for one modern request
 	// (ModernCall), which takes only what relates to that request; or, a
 	// listen (listen set), only the notifications it asked for.
@@ -88,6 +94,7 @@ func newSession(b *Bridge, id string) *Session {
 		sweepAt:  sweepMin,
 		lastSeen: b.cfg.Now(),
 		created:  b.cfg.Now(),
+		heard:    b.cfg.Now(),
 		logLevel: -1,
 		subs:     make(map[string]bool),
 		done:     make(chan struct{}),
@@ -131,6 +138,15 @@ func (s *Session) InFlight() int {
 	return len(s.up.calls)
 }
 
+// Alive reports whether the session still exists: not ended, and not on
+// its way out (its child gone, deleted, expired). A transport hands out a
+// session's id only while it is alive.
+func (s *Session) Alive() bool {
+	s.up.mu.Lock()
+	defer s.up.mu.Unlock()
+	return !s.closed && s.endReason == ""
+}
+
 func (s *Session) isClosed() bool {
 	s.up.mu.Lock()
 	defer s.up.mu.Unlock()
@@ -139,13 +155,62 @@ func (s *Session) isClosed() bool {
 
 func (s *Session) touchLocked() { s.lastSeen = s.b.cfg.Now() }
 
-func (s *Session) idleSince(now time.Time) time.Duration {
+// heardLocked records the client's contact: a POST, or a stream it
+// opened or resumed.
+func (s *Session) heardLocked() {
+	s.heard = s.b.cfg.Now()
+	s.touchLocked()
+}
+
+// expiry is when the janitor ends the session if nothing happens before,
+// and whether that is because no client can reach it any more; zero
+// while nothing counts down (a request in flight, a stream open) or no
+// timeout applies.
+func (s *Session) expiry() (time.Time, bool) {
 	s.up.mu.Lock()
 	defer s.up.mu.Unlock()
+	return s.expiryLocked()
+}
+
+func (s *Session) expiryLocked() (time.Time, bool) {
 	if s.closed || len(s.byClient) > 0 || s.get != nil || len(s.posts) > 0 {
-		return 0
+		return time.Time{}, false
 	}
-	return now.Sub(s.lastSeen)
+	var at time.Time
+	if d := s.b.cfg.IdleTimeout; d > 0 {
+		at = s.lastSeen.Add(d)
+	}
+	if d := s.b.cfg.UnreachableTimeout; d > 0 && s.unreachableLocked() {
+		gone := s.heard
+		if s.getLeft.After(gone) {
+			gone = s.getLeft
+		}
+		if u := gone.Add(d); at.IsZero() || u.Before(at) {
+			return u, true
+		}
+	}
+	return at, false
+}
+
+// unreachableLocked reports whether, as far as the bridge can tell, no
+// client will ever use the session again, though none ended it: clients
+// that stop without DELETE (the Inspector's CLI, mcp-remote) leave such
+// sessions behind, each with a process tree. Either the client listened
+// (opened a GET stream), its stream has closed and nothing came since
+// (SDK clients keep their GET stream open while they run, and reconnect
+// within seconds when it drops); or it never listened and sent nothing
+// after notifications/initialized (a session opened and abandoned). A
+// quiet client that still holds its stream is never unreachable. Getting
+// it wrong costs a client a new initialize: "the client MUST start a new
+// session" on the 404 that follows.
+func (s *Session) unreachableLocked() bool {
+	if s.get != nil || len(s.posts) > 0 || len(s.byClient) > 0 {
+		return false
+	}
+	if s.listened {
+		return !s.getLeft.IsZero() && !s.heard.After(s.getLeft)
+	}
+	return !s.spoke
 }
 
 // Send forwards client messages to the child: one message, or the
@@ -198,7 +263,10 @@ func (s *Session) send(msgs []Message, init, jsonOnly bool) (*Stream, error) {
 		u.mu.Unlock()
 		return nil, &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: why + "; try again shortly"}
 	}
-	s.touchLocked()
+	s.heardLocked()
+	if !init && !(len(msgs) == 1 && msgs[0].Method == methodInitialized) {
+		s.spoke = true
+	}
 	if requests > 0 {
 		st = newStream(s, false, requests, jsonOnly)
 		st.init = init
@@ -449,7 +517,8 @@ func (s *Session) OpenStream() (*Stream, error) {
 		}
 		st := newStream(s, true, 0, false)
 		s.get = st
-		s.touchLocked()
+		s.listened = true
+		s.heardLocked()
 		s.unqueueLocked(st)
 		s.up.mu.Unlock()
 		return st, nil
@@ -565,11 +634,12 @@ func (s *Session) Resume(lastEventID string) (*Stream, error) {
 		switch {
 		case st.get:
 			s.get = st
+			s.listened = true
 			s.unqueueLocked(st)
 		case !final:
 			s.posts[st] = true
 		}
-		s.touchLocked()
+		s.heardLocked()
 		u.mu.Unlock()
 		st.signal()
 		return st, nil
@@ -628,6 +698,7 @@ func (s *Session) detach(st *Stream, r uint64) {
 	}
 	if s.get == st {
 		s.get = nil
+		s.getLeft = s.b.cfg.Now()
 	}
 	// What the client did not take goes back, in order, to wait for the
 	// next stream. This can take the queue over its bounds by what one
@@ -808,6 +879,7 @@ func (s *Session) end() {
 		}
 		child := u.child
 		reason := s.endReason
+		initialized := s.version != ""
 		retire := u.perIdentity && len(u.sessions) == 0 && !u.stopping
 		if retire {
 			u.stopping = true // no session joins a child on its way out
@@ -827,6 +899,9 @@ func (s *Session) end() {
 		if !s.stateless {
 			s.b.stats.SessionsEnded.Add(1)
 			s.log.Info("session ended", "reason", reason)
+		}
+		if !initialized {
+			s.startEnded(reason)
 		}
 		close(s.done)
 	})

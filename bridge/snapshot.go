@@ -46,6 +46,11 @@ type SessionSnapshot struct {
 	InFlight     int       `json:"inFlight"`
 	ChildPid     int       `json:"childPid,omitempty"`
 	StreamOpen   bool      `json:"streamOpen"`
+	// Expires is when the bridge ends the session if nothing happens
+	// before (its idle timeout, or sooner, Unreachable, when no client
+	// can reach it any more); nil while a request or a stream keeps it.
+	Expires     *time.Time `json:"expires,omitempty"`
+	Unreachable bool       `json:"unreachable,omitempty"`
 
 	owner string // Owner.Key, which For filters by; never shown
 }
@@ -118,6 +123,9 @@ func (b *Bridge) Snapshot() Snapshot {
 		u.mu.Lock()
 		ss := SessionSnapshot{ID: s.id, Principal: s.ownerName, Version: s.version, Created: s.created,
 			LastActivity: s.lastSeen, InFlight: len(s.byClient), StreamOpen: s.get != nil, owner: s.owner}
+		if at, gone := s.expiryLocked(); !at.IsZero() {
+			ss.Expires, ss.Unreachable = &at, gone
+		}
 		if u.child != nil {
 			ss.ChildPid = u.child.Pid()
 		}

@@ -557,15 +557,19 @@ func (st *Stream) Collect(ctx context.Context, buf [][]byte) ([][]byte, error) {
 	return buf, nil
 }
 
-// Await waits up to d for the stream's first message or its completion,
-// so that the transport can choose how to answer: TakeOnly for a plain
-// JSON body, else Serve. If ctx ends first it lets go of the reader and
-// returns ctx's error.
+// Await waits up to d (d <= 0: for as long as it takes) for the stream's
+// first message or its completion, so that the transport can choose how
+// to answer: TakeOnly for a plain JSON body, else Serve. If ctx ends
+// first it lets go of the reader and returns ctx's error.
 func (st *Stream) Await(ctx context.Context, d time.Duration) error {
 	r := st.attachment()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	if err := st.wait(ctx, t.C); err != nil {
+	var timeout <-chan time.Time
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	if err := st.wait(ctx, timeout); err != nil {
 		st.release(r)
 		return err
 	}

@@ -535,6 +535,9 @@ func (u *upstream) initializedLocked(c *call, line []byte, f fields) {
 	if c.sess != nil {
 		c.sess.version = r.ProtocolVersion
 		c.sess.log.Info("session initialized", "protocol_version", r.ProtocolVersion)
+		if f.result.ok() && !u.shared {
+			u.b.starts.succeeded()
+		}
 	}
 	if !u.shared || u.initResult != nil {
 		return
@@ -631,6 +634,12 @@ func (u *upstream) watch(child child) {
 	err := child.Err()
 	tail := child.StderrTail()
 	status := exitStatus(err)
+	// A child the bridge's shutdown stopped did not fail: its requests
+	// are told the bridge is shutting down, whoever they are for (a
+	// session's ended with that reason already; a 2026-07-28 call's has
+	// no session of a client's to carry it).
+	ended := "the MCP server process exited (" + status + ")"
+	closing := u.b.phaseNow() == phaseClosed
 
 	u.mu.Lock()
 	if u.child == child {
@@ -643,7 +652,10 @@ func (u *upstream) watch(child child) {
 	if len(tail) > 0 {
 		data["stderr"] = strings.Join(tail, "\n")
 	}
-	ending := u.failAllLocked("the MCP server process exited ("+status+")", data)
+	if closing && stopping {
+		ended = reasonShutdown
+	}
+	ending := u.failAllLocked(ended, data)
 	if u.shared {
 		u.initFailedLocked(child, &Error{Kind: KindUnavailable, Code: CodeChildExited,
 			Message: "the MCP server exited (" + status + ") before it initialized; try again shortly"}, false)

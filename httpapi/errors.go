@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
 
@@ -72,7 +73,12 @@ func toHTTPError(err error) *httpError {
 		he := &httpError{status: errorStatus(be.Kind), code: be.Code, msg: be.Message, id: be.ID, data: be.Data}
 		if be.Kind == bridge.KindUnavailable {
 			// Sessions end all the time; a moment later there is room.
-			he.header = http.Header{"Retry-After": {"1"}}
+			// A breaker says when it lets a start through again.
+			after := 1
+			if be.RetryAfter > 0 {
+				after = int(math.Ceil(be.RetryAfter.Seconds()))
+			}
+			he.header = http.Header{"Retry-After": {strconv.Itoa(after)}}
 		}
 		return he
 	}

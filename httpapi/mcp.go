@@ -161,8 +161,16 @@ func (h *mcpHandler) start(w http.ResponseWriter, r *http.Request, p *post) erro
 	// "A server using the Streamable HTTP transport MAY assign a
 	// session ID at initialization time, by including it in an
 	// Mcp-Session-Id header on the HTTP response containing the
-	// InitializeResult."
-	w.Header().Set(headerSession, sess.ID())
+	// InitializeResult." Only a session that exists gets one: the
+	// response waits for the server's first message (its result, or the
+	// error of a server that died at start, after which the session is
+	// gone), however long --init-timeout lets it take.
+	if err := st.Await(r.Context(), 0); err != nil {
+		return nil // the client left; the session idles out
+	}
+	if sess.Alive() {
+		w.Header().Set(headerSession, sess.ID())
+	}
 	return h.respond(w, r, p, st)
 }
 

@@ -26,8 +26,12 @@ import (
 // never imports Prometheus.
 type metrics struct {
 	path    string
-	handler http.Handler  // promhttp, for /metrics
-	scrape  auth.Verifier // Options.MetricsAuth; nil: /metrics is open, unless closed
+	handler http.Handler // promhttp, for /metrics
+	// own gathers the bridge's metrics alone, without the process's (Go
+	// runtime, process): Mounts serves every server's at its /metrics,
+	// each labelled with its server.
+	own    prometheus.Gatherer
+	scrape auth.Verifier // Options.MetricsAuth; nil: /metrics is open, unless closed
 	// closed: clients must authenticate and the scraper has neither a
 	// token nor Options.MetricsPublic.
 	closed bool
@@ -93,13 +97,20 @@ const (
 // millisecond) to long tool calls (minutes).
 var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
 
-func newMetrics(opts Options) *metrics {
+// processMetrics is the registry of the process's own metrics (the Go
+// runtime's, the process's), one for every bridge of the process.
+var processMetrics = sync.OnceValue(func() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		statsCollector{b: opts.Bridge},
 	)
+	return reg
+})
+
+func newMetrics(opts Options) *metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(statsCollector{b: opts.Bridge})
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcp_bridge_requests_total",
 		Help: "JSON-RPC messages clients sent to the MCP endpoint, by protocol era (2025: sessions, 2026-07-28: stateless requests), method (known MCP methods, response, other) and outcome (ok, error, refused, unanswered).",
@@ -148,7 +159,8 @@ func newMetrics(opts Options) *metrics {
 		}
 	}
 	reg.MustRegister(requests, latency, m.http, m.authFail, m.received, m.sent)
-	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	m.own = reg
+	m.handler = promhttp.HandlerFor(prometheus.Gatherers{processMetrics(), reg}, promhttp.HandlerOpts{})
 	return m
 }
 
@@ -160,10 +172,7 @@ func (m *metrics) middleware(next http.Handler) http.Handler {
 		switch {
 		case r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
 			if m.closed {
-				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-				w.Header().Set("X-Content-Type-Options", "nosniff")
-				w.WriteHeader(http.StatusForbidden)
-				_, _ = io.WriteString(w, MetricsClosed+"\n")
+				refuseClosed(w)
 				return
 			}
 			if m.scrape != nil {
@@ -202,6 +211,15 @@ func (m *metrics) middleware(next http.Handler) http.Handler {
 // MetricsClosed says why /metrics answers 403, and how to open it: the
 // scrape's answer and the start-up log say the same.
 const MetricsClosed = "Forbidden: /metrics is closed because MCP clients must authenticate; give the scraper a token of its own with --metrics-token-env NAME, or open it with --metrics-public"
+
+// refuseClosed answers a scrape of closed metrics: 403, saying how to
+// open them.
+func refuseClosed(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusForbidden)
+	_, _ = io.WriteString(w, MetricsClosed+"\n")
+}
 
 // refuseScrape answers a scrape without the metrics token: 401 (400 for
 // a malformed request, such as a token in the query string) with the

@@ -18,13 +18,16 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 )
 
 // Mounts serves several MCP servers from one listener, each on a bridge of
 // its own under /servers/{name}/: its MCP endpoint at /servers/{name}/mcp,
 // its legacy SSE endpoints beside it, its readiness and metrics at
-// /servers/{name}/readyz and /servers/{name}/metrics. Apply replaces the
+// /servers/{name}/readyz and /servers/{name}/metrics. /readyz and
+// /metrics are the whole set's: every server's metrics, each labelled with
+// its server, in one scrape. Apply replaces the
 // whole set in one step, so a request sees the old set or the new one,
 // never half of each. A server whose settings did not change keeps its
 // bridge, and so its sessions and children; the bridges of removed and
@@ -64,6 +67,13 @@ type MountsOptions struct {
 	// own. An invalid origin pattern allows no origin but loopback ones.
 	AllowedOrigins []string
 	LoopbackOnly   bool
+	// MetricsAuth, if set, guards /metrics, every server's metrics
+	// labelled by server, as Options.MetricsAuth does a server's own
+	// (/servers/NAME/metrics, which each server's Options guard).
+	MetricsAuth auth.Verifier
+	// MetricsPublic opens /metrics when MetricsAuth is nil though a
+	// server's clients must authenticate (Options.MetricsPublic).
+	MetricsPublic bool
 }
 
 // MountSpec is one server of the set given to Apply.
@@ -101,8 +111,9 @@ type mount struct {
 	fingerprint string
 	b           *bridge.Bridge
 	h           http.Handler
-	auth        bool // the server's endpoint requires a token
-	legacy      bool // it serves the legacy SSE endpoints too
+	metrics     *metrics // its endpoint's, which the set's /metrics gathers
+	auth        bool     // the server's endpoint requires a token
+	legacy      bool     // it serves the legacy SSE endpoints too
 	stateless   bool
 
 	mu       sync.Mutex
@@ -176,6 +187,9 @@ func NewMounts(opts MountsOptions) *Mounts {
 	})
 	r.Get("/readyz", m.readyz)
 	r.Head("/readyz", m.readyz)
+	scrape := m.metricsHandler()
+	r.Get("/metrics", scrape)
+	r.Head("/metrics", scrape)
 	r.Handle("/servers/{name}/*", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := chi.URLParam(r, "name")
 		switch rest := chi.URLParam(r, "*"); rest {
@@ -242,6 +256,21 @@ func (m *Mounts) dispatch(w http.ResponseWriter, r *http.Request, name string) {
 		}
 	}
 	writeError(w, &httpError{status: http.StatusNotFound, code: bridge.CodeInvalidRequest, msg: "Not Found: no such server"})
+}
+
+// Endpoints are the URL paths the server name is served at, for people:
+// its MCP endpoint, then its legacy HTTP+SSE stream when it has one. Nil
+// when no such server is served.
+func (m *Mounts) Endpoints(name string) []Endpoint {
+	mt := (*m.set.Load())[name]
+	if mt == nil {
+		return nil
+	}
+	eps := []Endpoint{{"MCP endpoint", MountPath(name)}}
+	if mt.legacy {
+		eps = append(eps, Endpoint{legacyStreamName, strings.TrimSuffix(MountPath(name), "mcp") + "sse"})
+	}
+	return eps
 }
 
 // Names are the servers served now, sorted.
@@ -324,12 +353,12 @@ func buildMount(s MountSpec) (*mount, error) {
 	opts.Bridge = b
 	opts.Path = MountPath(s.Name)
 	opts.SSEPath, opts.MessagePath = "", "" // beside Path
-	h, err := Handler(opts)
+	h, m, err := handler(opts)
 	if err != nil {
 		_ = b.Close(context.Background()) // nothing started yet but the janitor
 		return nil, err
 	}
-	return &mount{name: s.Name, fingerprint: s.Fingerprint, b: b, h: h, auth: opts.Auth != nil,
+	return &mount{name: s.Name, fingerprint: s.Fingerprint, b: b, h: h, metrics: m, auth: opts.Auth != nil,
 		legacy: !opts.DisableLegacySSE && !opts.Stateless, stateless: opts.Stateless, idle: make(chan struct{})}, nil
 }
 
@@ -355,6 +384,16 @@ func (m *Mounts) retire(mt *mount) {
 		log.Warn("some children had to be killed", "err", err)
 	}
 	log.Info("server stopped")
+}
+
+// Busy is what every served server's clients are waiting on now: the
+// requests in flight, for a shutdown to say what it waits for.
+func (m *Mounts) Busy() bridge.Busy {
+	var busy bridge.Busy
+	for _, mt := range *m.set.Load() {
+		busy = busy.Add(mt.b.Busy())
+	}
+	return busy
 }
 
 // Drain prepares every served bridge for shutdown (bridge.Drain) and

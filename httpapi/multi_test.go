@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -203,4 +204,76 @@ func TestMountsModern(t *testing.T) {
 	if pids["a"] == "" || pids["a"] == pids["b"] {
 		t.Errorf("the servers' children: %q; want one each", pids)
 	}
+}
+
+// TestMountsMetrics: the set's /metrics is every server's metrics, each
+// series labelled with its server, and the process's once; it follows
+// the set as Apply changes it, and MetricsAuth guards it.
+func TestMountsMetrics(t *testing.T) {
+	t.Parallel()
+	const scrapeToken = "scrape-0123456789abcdef-secret"
+	m := httpapi.NewMounts(httpapi.MountsOptions{DrainTimeout: 10 * time.Second, StopTimeout: 2 * time.Second, Logger: testLogger(t),
+		MetricsAuth: staticTokens(t, map[string]string{"METRICS_TOKEN": scrapeToken})})
+	srv := httptest.NewServer(m)
+	t.Cleanup(func() {
+		srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = m.Close(ctx)
+	})
+	if _, err := m.Apply([]httpapi.MountSpec{mountSpec(t, "a", "1"), mountSpec(t, "b", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	endpoint(t, srv, "a").initialize("2025-11-25")
+	scrape := func(token string) (int, string) {
+		t.Helper()
+		r, _ := http.NewRequest(http.MethodGet, srv.URL+"/metrics", nil)
+		if token != "" {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := srv.Client().Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, body := scrape(""); code != http.StatusUnauthorized || strings.Contains(body, "mcp_bridge_") {
+		t.Errorf("without the token: status %d, want 401 and no metrics", code)
+	}
+	code, body := scrape(scrapeToken)
+	if code != http.StatusOK {
+		t.Fatalf("status %d, want 200", code)
+	}
+	for _, want := range []string{
+		`mcp_bridge_sessions_created_total{server="a"} 1`,
+		`mcp_bridge_sessions_created_total{server="b"} 0`,
+		`mcp_bridge_requests_total{era="2025",method="initialize",outcome="ok",server="a"} 1`,
+	} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("/metrics lacks %s:\n%s", want, grepLines(body, "mcp_bridge_sessions_created_total"))
+		}
+	}
+	if n := strings.Count(body, "\ngo_goroutines "); n != 1 {
+		t.Errorf("go_goroutines appears %d times, want once, unlabelled", n)
+	}
+
+	if _, err := m.Apply([]httpapi.MountSpec{mountSpec(t, "b", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := scrape(scrapeToken); strings.Contains(body, `server="a"`) || !strings.Contains(body, `server="b"`) {
+		t.Errorf("after a's removal, /metrics:\n%s", grepLines(body, "mcp_bridge_sessions_created_total"))
+	}
+}
+
+// grepLines are the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

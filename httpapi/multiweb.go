@@ -62,7 +62,7 @@ func (m *Mounts) mountWeb(r chi.Router, opts *MountsWeb) {
 		for _, name := range slices.Sorted(maps.Keys(set)) {
 			servers = append(servers, set[name].webServer())
 		}
-		h, err := web.Handler(web.Page{Servers: servers, Auth: opts.Auth != nil || m.anyAuth(), PublicBase: base})
+		h, err := web.Handler(web.Page{Servers: servers, Auth: opts.Auth != nil || m.anyAuth(), PublicBase: base, FeedRefused: m.LiveViewRefused()})
 		if err != nil {
 			writeError(w, &httpError{status: http.StatusInternalServerError, code: bridge.CodeInternalError, msg: "internal error"})
 			return
@@ -75,9 +75,8 @@ func (m *Mounts) mountWeb(r chi.Router, opts *MountsWeb) {
 	r.Method(http.MethodHead, web.AssetPrefix+"*", page)
 	guard := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if opts.Auth == nil && m.anyAuth() {
-				writeError(w, &httpError{status: http.StatusForbidden, code: bridge.CodeInvalidRequest,
-					msg: "Forbidden: the live view shows every server, and some require tokens; give the bridge a bridge-wide one (--token-env or a JWT key)"})
+			if why := m.LiveViewRefused(); why != "" {
+				writeError(w, &httpError{status: http.StatusForbidden, code: bridge.CodeInvalidRequest, msg: "Forbidden: " + why})
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -102,6 +101,30 @@ func (mt *mount) webServer() web.Server {
 	}
 	s.Endpoints = append(s.Endpoints, opsEndpoints(dir+"metrics", "/healthz", dir+"readyz")...)
 	return s
+}
+
+// LiveViewRefused is why nobody can open the page's live view now, or ""
+// when a principal can: the view shows every server, and a server that
+// requires tokens of its own must not have its sessions shown to anyone
+// without one, while a server's tokens open that server alone. The page
+// is told (and says so instead of asking for a token no one has), and
+// the start-up log warns.
+func (m *Mounts) LiveViewRefused() string {
+	if m.opts.Web == nil || m.opts.Web.Auth != nil || !m.anyAuth() {
+		return ""
+	}
+	var names []string
+	for name, mt := range *m.set.Load() {
+		if mt.auth {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	which := "server " + names[0] + " requires tokens of its own (tokenEnvs), which open it"
+	if len(names) > 1 {
+		which = "servers " + strings.Join(names, ", ") + " require tokens of their own (tokenEnvs), which open them"
+	}
+	return "the live view shows every server, and " + which + " only; give the bridge a bridge-wide token (--token-env or a JWT key) to open it"
 }
 
 // anyAuth reports whether some served server requires a token.

@@ -83,9 +83,27 @@ func TestMountsWeb(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("feed with a token-protected server and no bridge-wide token: %d, want 403", resp.StatusCode)
+	}
+	// Why, and what to do: in the refusal, and told to the page up front.
+	const why = "server gamma requires tokens of its own (tokenEnvs), which open it only; give the bridge a bridge-wide token (--token-env or a JWT key)"
+	if !strings.Contains(string(body), why) || !strings.Contains(m.LiveViewRefused(), why) {
+		t.Errorf("the refusal %s, LiveViewRefused %q: want them to say %q", body, m.LiveViewRefused(), why)
+	}
+	resp, err = srv.Client().Get(srv.URL + "/ui/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page struct {
+		FeedRefused string `json:"feedRefused"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&page)
+	resp.Body.Close()
+	if err != nil || !strings.Contains(page.FeedRefused, why) {
+		t.Errorf("the page's config: feedRefused %q (%v), want the reason", page.FeedRefused, err)
 	}
 }
 

@@ -52,7 +52,7 @@ func notReadyReason(err error) string {
 		return "max_sessions"
 	case errors.Is(err, bridge.ErrCommandNotFound):
 		return "command_not_found"
-	case errors.Is(err, bridge.ErrSharedDown):
+	case errors.Is(err, bridge.ErrSharedDown), errors.Is(err, bridge.ErrServerFailing):
 		return "server_down"
 	case errors.Is(err, bridge.ErrSharedUnresponsive):
 		return "server_unresponsive"

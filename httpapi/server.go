@@ -191,12 +191,22 @@ type Options struct {
 // Handler returns the bridge's HTTP handler: the options with their
 // defaults (withDefaults), then the routes.
 func Handler(opts Options) (http.Handler, error) {
+	h, _, err := handler(opts)
+	return h, err
+}
+
+// handler is Handler, and the metrics it serves (Mounts gathers every
+// server's at its own /metrics).
+func handler(opts Options) (http.Handler, *metrics, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return routes(opts)
 }
+
+// legacyStreamName is what the startup log calls the legacy stream.
+const legacyStreamName = "legacy HTTP+SSE stream (2024-11-05 clients)"
 
 // Endpoint is a URL path the bridge serves, and what it is.
 type Endpoint struct{ Name, Path string }
@@ -209,7 +219,7 @@ func (o Options) Endpoints() []Endpoint {
 	o.SSEPath = cmp.Or(o.SSEPath, path.Join(path.Dir(o.Path), "sse"))
 	var out []Endpoint
 	if o.legacyOn() {
-		out = append(out, Endpoint{"legacy HTTP+SSE stream (2024-11-05 clients)", o.SSEPath})
+		out = append(out, Endpoint{legacyStreamName, o.SSEPath})
 	}
 	if o.Web {
 		out = append(out, Endpoint{"web page", "/"})
@@ -267,14 +277,14 @@ func positiveOr[T int64 | time.Duration](v, def T) T {
 // routes builds the router for opts, whose defaults are filled in: the
 // checks every request meets, then the unauthenticated operations
 // endpoints, then the MCP endpoints behind authentication and limits.
-func routes(opts Options) (http.Handler, error) {
+func routes(opts Options) (http.Handler, *metrics, error) {
 	origins, err := newOriginMatcher(opts.AllowedOrigins)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	resource, err := newResourceURL(opts.PublicURL, opts.Path)
 	if err != nil {
-		return nil, fmt.Errorf("httpapi: %w", err)
+		return nil, nil, fmt.Errorf("httpapi: %w", err)
 	}
 	h := &mcpHandler{opts: opts, b: opts.Bridge, log: opts.Logger, limits: newLimits(opts)}
 	if opts.Audit != nil {
@@ -291,7 +301,8 @@ func routes(opts Options) (http.Handler, error) {
 	// Operations (metrics.go, ready.go): /metrics, /readyz, and the
 	// observation of the MCP endpoint. Unauthenticated, like /healthz,
 	// but for /metrics with MetricsAuth.
-	r.Use(newMetrics(opts).middleware, readyz(opts.Bridge))
+	m := newMetrics(opts)
+	r.Use(m.middleware, readyz(opts.Bridge))
 	// Health and the protected-resource metadata are unauthenticated:
 	// probes, and clients that have no token yet, must reach them.
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -310,11 +321,11 @@ func routes(opts Options) (http.Handler, error) {
 	if opts.Web {
 		// The web page (web.go): public assets, an authenticated feed.
 		if err := h.mountWeb(r, resource); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	r.MethodNotAllowed(h.methodNotAllowed)
-	return r, nil
+	return r, m, nil
 }
 
 // mcpRoutes serves the MCP endpoints on r, behind authentication and the

@@ -14,7 +14,7 @@ import (
 // its own; ContainmentInUse says which one this process uses and why.
 type Containment string
 
-// The strategies, best first. The README says what each guarantees.
+// The strategies, best first. docs/containment.md says what each guarantees.
 const (
 	// ContainAuto picks the best strategy the system allows, once per
 	// process (see ContainmentInUse).

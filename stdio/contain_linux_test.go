@@ -109,7 +109,7 @@ func TestContainment(t *testing.T) {
 				waitGone(t, p.c.Pid())
 				for _, g := range grandchildren {
 					if cont == stdio.ContainProcessGroup && strings.Contains(strings.Join(g.escapes, ","), end.name) {
-						continue // documented: see the README
+						continue // documented: see docs/containment.md
 					}
 					waitGone(t, pids[g.name])
 				}

@@ -10,8 +10,9 @@ import (
 
 // This file holds the one copy of the client configurations mcp-bridge
 // gives its users: the web page's "Connect a client" panel shows them
-// (GET /ui/clients.json), and the README quotes them as
-// ExampleClientSnippets prints them. Change them here.
+// (GET /ui/clients.json), and the README quotes them for a bridge without
+// a token (cmd/mcp-bridge's TestREADMEClients holds it to them). Change
+// them here.
 
 // TokenVar is the environment variable the snippets read the bearer
 // token from, on the client's machine. Nothing sets it for the user: it

@@ -6,8 +6,9 @@ import (
 	"github.com/mcp-bridge/mcp-bridge/web"
 )
 
-// ExampleClientSnippets prints the snippets the README quotes: a bridge on
-// its default port, with a token.
+// ExampleClientSnippets prints the snippets the web page gives for a
+// bridge on its default port, with a token (the README quotes them
+// without one).
 func ExampleClientSnippets() {
 	for _, s := range web.ClientSnippets(web.ClientTarget{URL: "http://127.0.0.1:8080/mcp", Auth: true}) {
 		fmt.Printf("## %s (%s)\n%s%s\n\n", s.Title, s.Where, s.Text, s.Note)

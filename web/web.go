@@ -84,6 +84,10 @@ type Page struct {
 	// Empty: the page shows them under its own URL, as the browser
 	// reached it.
 	PublicBase string
+	// FeedRefused, when set, is why no principal can open the live view
+	// (the feed): the page says so and shows the rest (the client
+	// configurations, the console) without asking for a token first.
+	FeedRefused string
 }
 
 // asset is one embedded file, ready to serve.
@@ -142,10 +146,11 @@ func Handler(p Page) (http.Handler, error) {
 		return nil, fmt.Errorf("web: embedded assets: %w", err)
 	}
 	cfg, err := json.Marshal(struct {
-		Servers    []Server `json:"servers"`
-		Auth       bool     `json:"auth"`
-		PublicBase string   `json:"publicBase,omitempty"`
-	}{p.Servers, p.Auth, p.PublicBase})
+		Servers     []Server `json:"servers"`
+		Auth        bool     `json:"auth"`
+		PublicBase  string   `json:"publicBase,omitempty"`
+		FeedRefused string   `json:"feedRefused,omitempty"`
+	}{p.Servers, p.Auth, p.PublicBase, p.FeedRefused})
 	if err != nil {
 		return nil, fmt.Errorf("web: page config: %w", err)
 	}

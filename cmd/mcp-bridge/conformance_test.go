@@ -8,7 +8,7 @@ import (
 
 // TestConformance2025ThroughBridge runs the 30 scored server scenarios of
 // the conformance suite 0.2.0-alpha.12 for MCP 2025-11-25 (--requirements
-// 2025-11-25) against the demo server behind the real bridge, and the
+// 2025-11-25) against the demo's conformance server behind the real bridge, and the
 // three that release runs without scoring (server-session-lifecycle,
 // json-schema-2020-12, server-sse-polling). Unlike 0.1.16 in
 // TestConformanceThroughBridge, alpha.12 checks every message against the
@@ -16,7 +16,7 @@ import (
 // scenario sends notifications/initialized too. No warning is allowed.
 func TestConformance2025ThroughBridge(t *testing.T) {
 	testpeers.NodeModules(t) // skip before starting a bridge for nothing
-	p := startBridge(t, nil)
+	p := startBridge(t, nil, withFixtures(t)...)
 	testpeers.Conformance{
 		Requirements: "2025-11-25",
 		AlsoGrade:    []string{"server-session-lifecycle", "json-schema-2020-12", "server-sse-polling"},
@@ -25,7 +25,7 @@ func TestConformance2025ThroughBridge(t *testing.T) {
 
 // TestConformanceModernThroughBridge runs the 37 scored server scenarios
 // of the conformance suite 0.2.0-alpha.12 for MCP 2026-07-28
-// (--requirements 2026-07-28) against the demo server behind the real
+// (--requirements 2026-07-28) against the demo's conformance server behind the real
 // bridge: the stateless era on the same endpoint as the 2025 sessions.
 // The demo answers server/discover, so the bridge passes its requests
 // through (validating headers and _meta itself, which a child behind stdio
@@ -36,7 +36,7 @@ func TestConformance2025ThroughBridge(t *testing.T) {
 // bridge does itself. The tasks extension is not served.
 func TestConformanceModernThroughBridge(t *testing.T) {
 	testpeers.NodeModules(t)
-	p := startBridge(t, nil)
+	p := startBridge(t, nil, withFixtures(t)...)
 	testpeers.Conformance{
 		Requirements: "2026-07-28",
 		AlsoGrade:    []string{"json-schema-2020-12", "http-header-validation", "http-custom-header-server-validation"},
@@ -44,7 +44,7 @@ func TestConformanceModernThroughBridge(t *testing.T) {
 }
 
 // TestConformanceModernTranslated runs the same 2026-07-28 requirement set
-// with the demo server taken for a 2025 one (--child-protocol legacy): the
+// with the conformance server taken for a 2025 one (--child-protocol legacy): the
 // bridge initializes it, and everything a modern client sees is the
 // bridge's translation (discovery, decorated results, a leased child per
 // input-capable call, its sampling, elicitation and roots requests as
@@ -54,7 +54,7 @@ func TestConformanceModernThroughBridge(t *testing.T) {
 // asks with a request that has no key, so the bridge makes one up.
 func TestConformanceModernTranslated(t *testing.T) {
 	testpeers.NodeModules(t)
-	p := startBridge(t, nil, "--child-protocol", "legacy")
+	p := startBridge(t, nil, withFixtures(t, "--child-protocol", "legacy")...)
 	testpeers.Conformance{
 		Requirements:  "2026-07-28",
 		AlsoGrade:     []string{"http-header-validation", "http-custom-header-server-validation"},

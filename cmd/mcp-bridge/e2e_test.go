@@ -47,7 +47,7 @@ func TestConformanceThroughBridge(t *testing.T) {
 		{"shared", []string{"--mode", "shared"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := startBridge(t, nil, tc.args...)
+			p := startBridge(t, nil, withFixtures(t, tc.args...)...)
 			testpeers.RunConformance(t, p.URL)
 		})
 	}
@@ -232,13 +232,13 @@ func (p *goPeer) wantProgress(ctx context.Context, t testing.TB, token any, n in
 	}
 }
 
-// TestGoSDKClient drives the demo behind the bridge with the official Go
+// TestGoSDKClient drives the conformance server behind the bridge with the official Go
 // SDK client, at each protocol version the bridge serves, through every
 // feature that crosses it in both directions.
 func TestGoSDKClient(t *testing.T) { forEachMode(t, testGoSDKClient) }
 
 func testGoSDKClient(t *testing.T, mode string) {
-	p := startBridge(t, nil, "--mode", mode)
+	p := startBridge(t, nil, withFixtures(t, "--mode", mode)...)
 	for _, tc := range []struct {
 		name string
 		opts *mcp.ClientSessionOptions

@@ -174,7 +174,7 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 	}
 	var replicas []*bridgeProc
 	for i := range 2 {
-		replicas = append(replicas, startBridge(t, nil, "--replica-id", fmt.Sprintf("replica-%d", i), "--child-protocol", "legacy"))
+		replicas = append(replicas, startBridge(t, nil, withFixtures(t, "--replica-id", fmt.Sprintf("replica-%d", i), "--child-protocol", "legacy")...))
 	}
 	var addrs []string
 	for _, r := range replicas {

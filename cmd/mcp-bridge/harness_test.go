@@ -17,6 +17,14 @@ import (
 	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
 )
 
+// withFixtures is args, then the command of the demo's conformance
+// server (mcp-bridge conformance-server): the demo's tools and every
+// fixture of the conformance suite, for the tests that use them. Without
+// a command the bridge serves the demo, a handful of tools.
+func withFixtures(t testing.TB, args ...string) []string {
+	return append(args, "--", testpeers.BuildGo(t, "./cmd/mcp-bridge"), "conformance-server")
+}
+
 // bridgeProc is a real mcp-bridge process started by a test.
 type bridgeProc struct {
 	t    testing.TB

@@ -85,7 +85,7 @@ func (p *goPeer) stream(t *testing.T) []legacyEvent {
 func TestLegacyGoSDKClient(t *testing.T) { forEachMode(t, testLegacyGoSDKClient) }
 
 func testLegacyGoSDKClient(t *testing.T, mode string) {
-	p := startBridge(t, nil, "--mode", mode)
+	p := startBridge(t, nil, withFixtures(t, "--mode", mode)...)
 	for _, tc := range []struct {
 		name string
 		opts *mcp.ClientSessionOptions

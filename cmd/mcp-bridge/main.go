@@ -1,7 +1,7 @@
 // Command mcp-bridge serves a stdio MCP server over Streamable HTTP, one
 // child process per MCP session. It only wires the packages together:
 // the settings (internal/config) into a bridge, its HTTP handler and a
-// server, then the shutdown. See README.md for the options.
+// server, then the shutdown. See README.md, and docs/options.md for the options.
 package main
 
 import (
@@ -14,7 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -33,24 +33,64 @@ func main() {
 		fmt.Println(versionString())
 		return
 	}
-	if len(os.Args) > 1 && os.Args[1] == "demo-server" {
-		if err := demo.Run(context.Background()); err != nil {
-			fmt.Fprintln(os.Stderr, "demo-server:", err)
+	if len(os.Args) == 2 && os.Args[1] == "help" {
+		config.PrintUsage(os.Stdout)
+		return
+	}
+	// The demo servers ignore what follows their name.
+	if len(os.Args) > 1 && (os.Args[1] == "demo-server" || os.Args[1] == "conformance-server") {
+		srv := demo.NewServer()
+		if os.Args[1] == "conformance-server" {
+			srv = demo.NewConformanceServer()
+		}
+		if err := demo.Run(context.Background(), srv); err != nil {
+			fmt.Fprintln(os.Stderr, os.Args[1]+":", err)
 			os.Exit(1)
 		}
 		return
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
+	ctx, force, stop := shutdownSignals()
+	code := run(ctx, force, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// shutdownSignals: the first SIGINT or SIGTERM ends ctx, which starts the
+// graceful shutdown; the second ends force, which stops at once (every
+// server process killed, its requests answered, nothing left behind), as
+// a second Ctrl-C does in the servers people know. stop ends the
+// signal watcher.
+func shutdownSignals() (ctx, force context.Context, stop func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	force, cancelForce := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { // ends with the second signal, or stop
+		for _, end := range []context.CancelFunc{cancel, cancelForce} {
+			select {
+			case <-sigs:
+				end()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, force, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+		cancelForce()
+	}
 }
 
 // run is the bridge's life: its settings, then the packages wired
-// together, served, and shut down when ctx ends. It returns the exit
+// together, served, and shut down when ctx ends (at once when force ends
+// too). It returns the exit
 // status: 2 for settings the bridge cannot start with, 1 when it cannot
-// run.
-func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
-	cfg, err := config.Load(args, environ, stderr)
+// run. --help, asked for, is output: it goes to stdout.
+func run(ctx, force context.Context, args, environ []string, stdout, stderr io.Writer) int {
+	cfg, err := config.Load(args, environ, stdout)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
@@ -85,9 +125,9 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		log.Warn("cannot reap orphaned grandchildren", "err", err)
 	}
 	if cfg.ConfigFile != "" {
-		return serveServers(ctx, &cfg, environ, hopts, log, stderr)
+		return serveServers(ctx, force, &cfg, environ, hopts, log, stderr)
 	}
-	return serveCommand(ctx, &cfg, environ, hopts, log, stderr)
+	return serveCommand(ctx, force, &cfg, environ, hopts, log, stderr)
 }
 
 // endpoint is the HTTP settings with what they name read and opened: the
@@ -104,9 +144,6 @@ func endpoint(authCtx context.Context, cfg *config.Config, environ []string, std
 	if hopts.MetricsAuth, err = cfg.MetricsAuth(environ); err != nil {
 		return hopts, nil, err
 	}
-	if hopts.Auth != nil && hopts.MetricsAuth == nil && !hopts.MetricsPublic {
-		log.Warn(httpapi.MetricsClosed)
-	}
 	audit, closeAudit, err := cfg.OpenAuditLog(stdout)
 	if err != nil {
 		return hopts, nil, err
@@ -116,9 +153,12 @@ func endpoint(authCtx context.Context, cfg *config.Config, environ []string, std
 }
 
 // serveCommand serves one MCP server, the command's (or the demo's).
-func serveCommand(ctx context.Context, cfg *config.Config, environ []string, hopts httpapi.Options, log *slog.Logger, stderr io.Writer) int {
+func serveCommand(ctx, force context.Context, cfg *config.Config, environ []string, hopts httpapi.Options, log *slog.Logger, stderr io.Writer) int {
 	if hopts.Auth == nil && !cfg.Loopback() {
 		log.Warn("no authentication on a non-loopback address: anyone who reaches it can start processes; set --token-env or a JWT key")
+	}
+	if hopts.Auth != nil && hopts.MetricsAuth == nil && !hopts.MetricsPublic {
+		log.Warn(httpapi.MetricsClosed)
 	}
 	command := []string(cfg.Command)
 	if len(command) == 0 {
@@ -149,12 +189,18 @@ func serveCommand(ctx context.Context, cfg *config.Config, environ []string, hop
 	}
 	// Arguments may carry secrets (--api-key=...): the log shows them as
 	// the web page does, masked.
-	return serve(ctx, cfg.Serving(), log, h, b, hopts.Path, hopts.Endpoints(), "command", strings.Join(bridge.RedactArgv(command), " "))
+	shown := strings.Join(bridge.RedactArgv(command), " ")
+	return serve(ctx, force, cfg.Serving(), log, h, b, func(base string) {
+		log.Info("mcp-bridge listening", "url", base+hopts.Path, "command", shown)
+		for _, e := range hopts.Endpoints() {
+			log.Info("also serving "+e.Name, "url", base+e.Path)
+		}
+	})
 }
 
 // serveServers serves the servers of the --config file (servers.go): the
 // flags' settings are each server's defaults; SIGHUP rereads the file.
-func serveServers(ctx context.Context, cfg *config.Config, environ []string, hopts httpapi.Options, log *slog.Logger, stderr io.Writer) int {
+func serveServers(ctx, force context.Context, cfg *config.Config, environ []string, hopts httpapi.Options, log *slog.Logger, stderr io.Writer) int {
 	bcfg := cfg.Bridge(nil, environ) // each server has its own command
 	bcfg.Logger = log
 	set, err := openServers(*cfg, environ, bcfg, hopts, log)
@@ -164,15 +210,16 @@ func serveServers(ctx context.Context, cfg *config.Config, environ []string, hop
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	go set.reloadOn(ctx, hup)
-	// Each server's legacy stream is next to its MCP endpoint.
-	eps := hopts.Endpoints()
-	for i, e := range eps {
-		if e.Path == path.Join(path.Dir(hopts.Path), "sse") {
-			eps[i].Path = path.Join(path.Dir(httpapi.MountPath("{name}")), "sse")
+	return serve(ctx, force, cfg.Serving(), log, set, set, func(base string) {
+		log.Info("mcp-bridge listening", "addr", strings.TrimPrefix(base, "http://"), "servers", strings.Join(set.Names(), ","))
+		set.announce(base, set.Names())
+		if hopts.Web {
+			log.Info("also serving web page", "url", base+"/")
 		}
-	}
-	return serve(ctx, cfg.Serving(), log, set, set, httpapi.MountPath("{name}"), eps, "servers", strings.Join(set.Names(), ","))
+		log.Info("also serving metrics (Prometheus), every server's", "url", base+"/metrics")
+		// From now on a reload logs the URLs of the servers it starts.
+		go set.reloadOn(ctx, hup)
+	})
 }
 
 // refuse reports a configuration the bridge cannot start with: exit
@@ -187,31 +234,41 @@ func refuse(stderr io.Writer, err error) int {
 type served interface {
 	Drain()
 	Close(context.Context) error
+	Busy() bridge.Busy
 }
 
-// serve listens with h as cfg says, serving path and the other endpoints
-// (for the log), until ctx ends, then shuts down: the HTTP server and the
-// children of b.
-func serve(ctx context.Context, cfg config.Serving, log *slog.Logger, h http.Handler, b served, path string, endpoints []httpapi.Endpoint, what ...any) int {
+// serve listens with h as cfg says until ctx ends, then shuts down: the
+// HTTP server and the children of b, at once if force ends. Once it
+// listens, announce logs what is served, as full URLs under base
+// (http://127.0.0.1:8080), each of which answers.
+func serve(ctx, force context.Context, cfg config.Serving, log *slog.Logger, h http.Handler, b served, announce func(base string)) int {
 	srv := &httpapi.Server{Addr: cfg.Addr, Handler: h, ReadTimeout: cfg.ReadTimeout}
 	if err := srv.Open(); err != nil {
-		log.Error("cannot listen", "err", err)
+		log.Error("cannot listen", "err", err, "hint", config.ListenHint(err))
 		_ = b.Close(context.Background())
 		return 1
 	}
-	log.Info("mcp-bridge listening", append([]any{"url", srv.URL() + path}, what...)...)
-	for _, e := range endpoints {
-		log.Info("also serving "+e.Name, "url", srv.URL()+e.Path)
-	}
+	announce(srv.URL())
 
 	<-ctx.Done()
-	log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	// Whoever pressed Ctrl-C is told what the bridge waits for, and how
+	// not to.
+	if busy := b.Busy(); busy.Requests > 0 {
+		log.Info("shutting down", "timeout", cfg.ShutdownTimeout, "waiting_for", requestsInFlight(busy),
+			"hint", "signal again (Ctrl-C) to stop at once")
+	} else {
+		log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	}
 	// Stop accepting; end the GET streams; give requests in flight until
 	// the deadline; then stop every child with the full stop sequence.
 	// The HTTP server keeps serving while the children stop: stopping a
 	// child answers each request still in flight on it with a JSON-RPC
 	// error ("the bridge is shutting down"), and its client should read
-	// that rather than a cut connection.
+	// that rather than a cut connection. A second signal skips the wait
+	// and the stop sequence: the children are killed, and their requests
+	// answered the same way.
+	forced := context.AfterFunc(force, func() { log.Warn("second signal: stopping at once; the servers are killed") })
+	defer forced()
 	b.Drain()
 	httpCtx, cutHTTP := context.WithCancel(context.Background())
 	defer cutHTTP()
@@ -224,11 +281,15 @@ func serve(ctx context.Context, cfg config.Serving, log *slog.Logger, h http.Han
 	case httpErr = <-httpDone:
 		httpOpen = false
 	case <-deadline.C:
+		if busy := b.Busy(); busy.Requests > 0 {
+			log.Info("--shutdown-timeout passed; stopping the servers, which answers what is in flight", "in_flight", requestsInFlight(busy))
+		}
+	case <-force.Done():
 	}
 	deadline.Stop()
-	cctx, cancel := context.WithTimeout(context.Background(), cfg.StopTimeout())
+	cctx, cancel := context.WithTimeout(force, cfg.StopTimeout())
 	defer cancel()
-	if err := b.Close(cctx); err != nil {
+	if err := b.Close(cctx); err != nil && force.Err() == nil {
 		log.Warn("some children had to be killed", "err", err)
 	}
 	// Their groups are killed; what is left of them must be reaped before
@@ -250,6 +311,15 @@ func serve(ctx context.Context, cfg config.Serving, log *slog.Logger, h http.Han
 	}
 	log.Info("stopped")
 	return 0
+}
+
+// requestsInFlight says busy for a person: "2 requests (tools/call×2)".
+func requestsInFlight(busy bridge.Busy) string {
+	n := strconv.Itoa(busy.Requests) + " requests"
+	if busy.Requests == 1 {
+		n = "1 request"
+	}
+	return n + " (" + busy.String() + ")"
 }
 
 // answerGrace is how long, once every child is stopped at shutdown, the

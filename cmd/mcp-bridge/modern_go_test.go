@@ -408,13 +408,13 @@ func waitLoggedN(t *testing.T, p *bridgeProc, rx *regexp.Regexp, n int) {
 }
 
 // TestModernGoClientDemo: go-sdk, unpinned, against the bridge in front
-// of its built-in demo, which speaks 2026-07-28 itself: the bridge finds
+// of its built-in conformance server, which speaks 2026-07-28 itself: the bridge finds
 // that out with its probe and passes requests through, MRTR and listens
 // included, in each mode.
 func TestModernGoClientDemo(t *testing.T) {
 	for _, mode := range []string{"per-session", "shared", "per-identity"} {
 		t.Run(mode, func(t *testing.T) {
-			p := startBridge(t, nil, "--mode", mode)
+			p := startBridge(t, nil, withFixtures(t, "--mode", mode)...)
 			checkModernDemo(t, p)
 		})
 	}

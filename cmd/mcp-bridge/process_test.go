@@ -228,7 +228,7 @@ func TestChildEnvironment(t *testing.T) {
 	}
 	for name := range got {
 		// The mark of --containment process-group is the bridge's to
-		// give, not one of its settings (README).
+		// give, not one of its settings (docs/containment.md).
 		if strings.HasPrefix(name, envPrefix) && name != stdio.ContainmentMarkEnv {
 			t.Errorf("the child sees the bridge's setting %s", name)
 		}
@@ -833,7 +833,7 @@ func runBridge(t *testing.T, bin string, env []string, args ...string) (int, str
 // session ends (DELETE, or the child's crash), when the bridge is stopped
 // (SIGTERM), and when it
 // is killed (SIGKILL), with the init of their PID namespace if they had
-// one. The weaker strategies are held to what the README promises of them.
+// one. The weaker strategies are held to what docs/containment.md promises of them.
 func TestNothingOutlivesTheBridge(t *testing.T) {
 	badchild := testpeers.BuildGo(t, "./testdata/badchild")
 	forks := []map[string]any{
@@ -849,7 +849,7 @@ func TestNothingOutlivesTheBridge(t *testing.T) {
 		stateless   bool
 		end         string // DELETE, crash (of the child), SIGTERM or SIGKILL
 		// onlyChild: a SIGKILL of the bridge kills the direct child only
-		// (Pdeathsig); the README leaves the rest to what contains the
+		// (Pdeathsig); docs/containment.md leaves the rest to what contains the
 		// bridge (a service manager, a container), and so does the test.
 		onlyChild bool
 	}{
@@ -867,7 +867,7 @@ func TestNothingOutlivesTheBridge(t *testing.T) {
 		{name: "stateless SIGTERM", args: []string{"--stateless"}, stateless: true, end: "SIGTERM"},
 		{name: "stateless SIGKILL", args: []string{"--stateless"}, stateless: true, end: "SIGKILL"},
 		// cgroup.kill ends a session's whole group; a SIGKILL of the
-		// bridge leaves the group to the service manager (README).
+		// bridge leaves the group to the service manager (docs/containment.md).
 		{name: "cgroup DELETE", containment: "cgroup", end: "DELETE"},
 		{name: "cgroup crash", containment: "cgroup", end: "crash"},
 		{name: "cgroup SIGTERM", containment: "cgroup", end: "SIGTERM"},
@@ -962,7 +962,7 @@ func TestNothingOutlivesTheBridge(t *testing.T) {
 				}
 			}()
 			if tt.onlyChild {
-				// README: "the direct child" dies with the bridge; under
+				// docs/containment.md: "the direct child" dies with the bridge; under
 				// cgroup the rest "only if the service manager kills the
 				// bridge's cgroup", which it can because the rest is
 				// still in the session's group below the bridge's.
@@ -993,7 +993,7 @@ func TestNothingOutlivesTheBridge(t *testing.T) {
 // (bridgePid) that was SIGKILLed under --containment cgroup are each in a
 // group the bridge made below its own (named mcp-bridge-PID-N), so that a
 // service manager that kills the bridge's cgroup, as systemd does, kills
-// them too (README). Then it does to them what that kill would, with
+// them too (docs/containment.md). Then it does to them what that kill would, with
 // cgroup.kill on those groups (the bridge's own group is this test's,
 // which is no service's), checks that they are gone, and removes the
 // groups.

@@ -31,6 +31,7 @@ type serverSet struct {
 	log     *slog.Logger
 
 	served map[string]httpapi.MountSpec // what the last load applied, by name; owned by load
+	base   string                       // the listener's URL once it listens (announce); owned by load after
 }
 
 // openServers reads the file and starts serving its servers. bc and ho
@@ -49,6 +50,18 @@ func openServers(cfg config.Config, environ []string, bc bridge.Config, ho httpa
 		return nil, err
 	}
 	return s, nil
+}
+
+// announce logs the URLs the servers names are served at, under base,
+// and remembers base for the reloads to come. Called once the listener
+// is open, before reloadOn starts: load owns base from then on.
+func (s *serverSet) announce(base string, names []string) {
+	s.base = base
+	for _, name := range names {
+		for _, e := range s.Endpoints(name) {
+			s.log.Info("serving "+e.Name, "server", name, "url", base+e.Path)
+		}
+	}
 }
 
 // reloadOn rereads the file on every signal until ctx ends. A file that
@@ -118,11 +131,27 @@ func (s *serverSet) logLoad(mounts []httpapi.MountSpec, refused []refusedServer,
 	if len(mounts) == 0 && len(refused) == 0 {
 		s.log.Warn("the config file lists no enabled server", "config", s.file)
 	}
+	if why := s.LiveViewRefused(); why != "" {
+		s.log.Warn("the web page's live view cannot be opened", "why", why)
+	}
+	if s.base != "" {
+		// A reload: the servers it starts, at their URLs.
+		s.announce(s.base, append(slices.Clone(ch.Added), ch.Restarted...))
+	}
+	if closed := slices.ContainsFunc(mounts, func(ms httpapi.MountSpec) bool { return ms.HTTP.Auth != nil }); closed && metricsUnguarded(mounts) {
+		s.log.Warn(httpapi.MetricsClosed)
+	}
 	for _, ms := range mounts {
 		if ms.HTTP.Auth == nil && !s.cfg.Loopback() && !slices.Contains(ch.Unchanged, ms.Name) {
 			s.log.Warn("no authentication on a non-loopback address: anyone who reaches it can start processes; set --token-env, tokenEnvs or a JWT key", "server", ms.Name)
 		}
 	}
+}
+
+// metricsUnguarded: the servers' /metrics have neither a scraper's token
+// nor --metrics-public (every server takes both from the flags).
+func metricsUnguarded(mounts []httpapi.MountSpec) bool {
+	return len(mounts) > 0 && mounts[0].HTTP.MetricsAuth == nil && !mounts[0].HTTP.MetricsPublic
 }
 
 // refusedServer is a server of the file that cannot be served: its

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -48,8 +49,8 @@ func TestServersReload(t *testing.T) {
 
 	p := startBridge(t, environWithout(envPrefix), "--config", file, "--stop-grace", "500ms")
 	url := func(name string) string { return p.Base + "/servers/" + name + "/mcp" }
-	if want := p.Base + "/servers/{name}/mcp"; p.URL != want {
-		t.Errorf("the bridge logged it listens at %s, want %s", p.URL, want)
+	if want := url("changed"); p.URL != want {
+		t.Errorf("the bridge logged the first server at %s, want %s", p.URL, want)
 	}
 	pid := p.cmd.Process.Pid
 
@@ -84,6 +85,10 @@ func TestServersReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitLogged(t, p, `msg="servers loaded" config=\S+ added=added removed=gone restarted=changed unchanged=demo,same`)
+	// A reload logs where the servers it starts are served.
+	for _, name := range []string{"added", "changed"} {
+		waitLogged(t, p, `msg="serving MCP endpoint" server=`+name+` url=`+regexp.QuoteMeta(url(name)))
+	}
 
 	t.Run("removed", func(t *testing.T) {
 		if got := goneS.status(`{"jsonrpc":"2.0","id":50,"method":"ping"}`); got != http.StatusNotFound {

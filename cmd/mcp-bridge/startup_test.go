@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -317,7 +318,7 @@ func TestFlagErrorsShowNoValue(t *testing.T) {
 	tests = append(tests,
 		refusal{name: "a token given to --token-env", args: []string{"--token-env", "sk-" + secret + "=="}, want: []string{"--token-env / MCP_BRIDGE_TOKEN_ENVS", nameHint}, notWant: []string{secret}},
 		refusal{name: "the second of two --token-env", env: []string{"A_TOKEN=" + tokenAlice}, args: []string{"--token-env", "A_TOKEN", "--token-env", secret}, want: []string{"2nd name given", nameHint}, notWant: []string{secret}},
-		refusal{name: "an unknown flag with a value", args: []string{"--tokne-env=" + secret}, want: []string{"unknown flag --tokne-env; run mcp-bridge --help"}, notWant: []string{secret, "Usage:"}},
+		refusal{name: "an unknown flag with a value", args: []string{"--tokne-env=" + secret}, want: []string{"unknown flag --tokne-env (did you mean --token-env?); run mcp-bridge --help"}, notWant: []string{secret, "Usage:"}},
 		refusal{name: "an unknown flag that is a token", args: []string{"--" + secret}, want: []string{"unknown flag; run mcp-bridge --help"}, notWant: []string{secret, "Usage:"}},
 		refusal{name: "a value after a true/false flag", args: []string{"--stateless", secret}, want: []string{"--stateless takes no separate value"}, notWant: []string{secret}},
 	)
@@ -351,30 +352,63 @@ func TestStartupLogMasksSecrets(t *testing.T) {
 }
 
 // TestStartupURLs: on start the bridge logs, as full URLs a person can
-// paste, its MCP endpoint, the legacy HTTP+SSE stream, the web page and
-// /metrics, each of which answers; what is turned off is not announced.
+// paste, what it serves, and each answers: an MCP endpoint starts a
+// session, the legacy stream opens, the web page and /metrics are 200.
+// With --config it names every server's own URLs (no template), and the
+// one /metrics holds every server's metrics, labelled by server. What is
+// turned off is not announced.
 func TestStartupURLs(t *testing.T) {
+	bin := testpeers.BuildGo(t, "./cmd/mcp-bridge")
+	badchild := testpeers.BuildGo(t, "./testdata/badchild")
+	quote := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	file := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(file, []byte(`{"mcpServers": {
+		"bad": {"command": `+quote(badchild)+`},
+		"demo": {"command": `+quote(bin)+`, "args": ["demo-server"], "mode": "shared"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
-		want []string // paths announced besides /mcp
+		want []string // paths announced, in order
 	}{
-		{"default", nil, []string{"/sse", "/", "/metrics"}},
-		{"no page, no legacy", []string{"--web=false", "--legacy-sse=false"}, []string{"/metrics"}},
+		{"default", nil, []string{"/mcp", "/sse", "/", "/metrics"}},
+		{"no page, no legacy", []string{"--web=false", "--legacy-sse=false"}, []string{"/mcp", "/metrics"}},
+		{"--config", []string{"--config", file}, []string{"/servers/bad/mcp", "/servers/bad/sse", "/servers/demo/mcp", "/servers/demo/sse", "/", "/metrics"}},
+		{"--config, no page, no legacy", []string{"--config", file, "--web=false", "--legacy-sse=false"}, []string{"/servers/bad/mcp", "/servers/demo/mcp", "/metrics"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := startBridge(t, nil, tc.args...)
+			t.Parallel()
+			p := startBridge(t, environWithout(envPrefix), tc.args...)
 			out := p.waitLog("also serving metrics")
-			re := regexp.MustCompile(`msg="also serving [^"]+" url=(\S+)`)
+			re := regexp.MustCompile(`msg="([^"]+)"(?: \S+=\S+)* url=(\S+)`)
 			var got []string
 			for _, m := range re.FindAllStringSubmatch(out, -1) {
-				got = append(got, strings.TrimPrefix(m[1], p.Base))
-				r, _ := http.NewRequest(http.MethodGet, m[1], nil)
+				msg, u := m[1], m[2]
+				got = append(got, strings.TrimPrefix(u, p.Base))
+				if strings.Contains(u, "{") {
+					t.Errorf("%s: a template, not a URL", u)
+				}
+				if msg == "mcp-bridge listening" || msg == "serving MCP endpoint" {
+					if s := openSession(t, u); s.sid == "" {
+						t.Errorf("%s: no session", u)
+					}
+					continue
+				}
+				r, _ := http.NewRequest(http.MethodGet, u, nil)
 				r.Header.Set("Accept", "text/event-stream, text/html, text/plain")
 				ctx, cancel := context.WithCancel(context.Background())
 				resp, err := http.DefaultClient.Do(r.WithContext(ctx))
 				if err != nil || resp.StatusCode != 200 {
-					t.Errorf("%s: %v %v", m[1], resp.Status, err)
+					t.Errorf("%s (%s): %v %v", u, msg, resp, err)
+				}
+				if resp != nil && strings.HasSuffix(u, "/metrics") && slices.Contains(tc.args, "--config") {
+					body, _ := io.ReadAll(resp.Body)
+					for _, name := range []string{"bad", "demo"} {
+						if want := `mcp_bridge_sessions_created_total{server="` + name + `"} 1`; !strings.Contains(string(body), want) {
+							t.Errorf("%s lacks %s", u, want)
+						}
+					}
 				}
 				if resp != nil {
 					resp.Body.Close()

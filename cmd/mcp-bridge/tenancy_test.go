@@ -250,10 +250,18 @@ func TestWebTenancyInBrowser(t *testing.T) {
 
 // TestMetricsClosedProcess: a real bridge that requires tokens, without
 // --metrics-token-env, says at start that /metrics is closed and how to
-// open it, and /metrics answers 403; --metrics-public opens it.
+// open it, and /metrics answers 403; --metrics-public opens it. With
+// --config, one server's own tokens close the set's /metrics too.
 func TestMetricsClosedProcess(t *testing.T) {
 	const token = "alice-0123456789abcdef-secret"
 	env := append(environWithout(envPrefix), "ALICE_TOKEN="+token)
+	servers := filepath.Join(t.TempDir(), "servers.json")
+	file, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"a": map[string]any{"command": testpeers.BuildGo(t, "./testdata/badchild"), "tokenEnvs": []string{"ALICE_TOKEN"}},
+	}})
+	if err := os.WriteFile(servers, file, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		name   string
 		args   []string
@@ -261,6 +269,8 @@ func TestMetricsClosedProcess(t *testing.T) {
 	}{
 		{"closed", []string{"--token-env", "ALICE_TOKEN"}, http.StatusForbidden},
 		{"public", []string{"--token-env", "ALICE_TOKEN", "--metrics-public"}, http.StatusOK},
+		{"a server's own tokens", []string{"--config", servers}, http.StatusForbidden},
+		{"a server's own tokens, public", []string{"--config", servers, "--metrics-public"}, http.StatusOK},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := startBridge(t, env, tt.args...)

@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
 )
 
 // screenshotCopy is where the test also leaves its screenshot, for people
@@ -58,6 +60,9 @@ func TestWebPageInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	prefix := cs.ID()[:8]
+	// A session abandoned after initialized: the page shows when it ends,
+	// and that its client is gone.
+	openSessionAs(t, p.URL, token)
 
 	shot := filepath.Join(t.TempDir(), "web.png")
 	res := runWebpage(t, ctx, node, nodeModules, p.Base+"/", token, prefix, shot)
@@ -79,20 +84,20 @@ func TestWebPageInBrowser(t *testing.T) {
 		want []string
 	}{
 		{"login", []string{"Bearer token"}},
-		{"badToken", []string{"The bridge refused this token."}},
+		{"badToken", []string{"The bridge refused this token: Unauthorized: a valid bearer token is required"}},
 		{"feedStatus", []string{"live"}},
 		{"session", []string{prefix, "WEB_TOKEN", "2025-11-25"}}, // the SDK client's session, by principal
 		{"children", []string{"pid ", "Uptime", "Restarts"}},
 		{"connected", []string{"connected to default", "session ", "protocol "}},
-		{"tools", []string{"echo", "slow", "add"}},
-		{"echoForm", []string{"message *", "string"}}, // required and marked so
+		{"tools", []string{"echo", "slow", "sample", "elicit"}}, // the demo's few, not the conformance fixtures
+		{"echoForm", []string{"message *", "string"}},           // required and marked so
 		{"echo", []string{"echo returned", "hello from chromium"}},
 		{"slowForm", []string{"steps", "delay_ms", "integer"}},
 		{"progressSeen", []string{"of 4"}},
 		{"slow", []string{"Completed 4 steps"}},
 		{"progress", []string{"4/4", "step 4 of 4"}},
 		{"notifications", []string{"notifications/progress", "1/4 step 1 of 4", "notifications/message"}},
-		{"sessions", []string{prefix, "this console"}},
+		{"sessions", []string{prefix, "this console", "Ends in", "client gone"}},
 		{"disconnected", []string{"disconnected"}},
 	} {
 		got, ok := res.Steps[tt.step]
@@ -107,6 +112,9 @@ func TestWebPageInBrowser(t *testing.T) {
 				t.Errorf("step %s: the page shows %q, want it to contain %q", tt.step, got, w)
 			}
 		}
+	}
+	if strings.Contains(res.Steps["tools"], "test_") {
+		t.Errorf("the demo's tools include conformance fixtures: %q", res.Steps["tools"])
 	}
 	if strings.Contains(strings.Join(mapValues(res.Steps), "\n"), cs.ID()) {
 		t.Error("the page shows a whole session id")
@@ -206,7 +214,7 @@ func TestWebFeedShutdown(t *testing.T) {
 func TestWebPageModern(t *testing.T) {
 	node, nodeModules := browserPeers(t)
 	token := randomToken()
-	p := startBridge(t, append(environWithout(envPrefix), "WEB_TOKEN="+token), "--token-env", "WEB_TOKEN", "--child-protocol", "legacy")
+	p := startBridge(t, append(environWithout(envPrefix), "WEB_TOKEN="+token), withFixtures(t, "--token-env", "WEB_TOKEN", "--child-protocol", "legacy")...)
 	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
 	defer cancel()
 	hc := &http.Client{Transport: bearerTransport{token, http.DefaultTransport}}
@@ -261,5 +269,79 @@ func TestWebPageModern(t *testing.T) {
 	// The parked call, answered, is gone from the page's snapshot too.
 	if done, err := modernCall(ctx, hc, p.URL, 2, res.Inputs(), res.State); err != nil || done.Text() != "Hello, user 1!" {
 		t.Errorf("retry: %+v, %v", done, err)
+	}
+}
+
+// pageReasonResult is what testdata/node/pagereason.mjs reports.
+type pageReasonResult struct {
+	Shown struct {
+		Where          string `json:"where"`
+		Clients        string `json:"clients"`
+		ClientsVisible bool   `json:"clientsVisible"`
+		LoginVisible   bool   `json:"loginVisible"`
+		LiveVisible    bool   `json:"liveVisible"`
+		FeedStatus     string `json:"feedStatus"`
+	} `json:"shown"`
+	Failed     string   `json:"failed"`
+	PageErrors []string `json:"pageErrors"`
+}
+
+func (r *pageReasonResult) failed() string { return r.Failed }
+
+// TestPageShowsReason: in Chromium, a page the bridge refuses says why in
+// the bridge's own words, and keeps showing what needs no token: the
+// client configurations. With --config, a server with tokens of its own
+// and no bridge-wide token, no token can open the live view: the page
+// says so without asking for one, and the start-up log warns of it. A
+// wrong token on the sign-in form is refused with the bridge's reason.
+func TestPageShowsReason(t *testing.T) {
+	node, nodeModules := browserPeers(t)
+	badchild := testpeers.BuildGo(t, "./testdata/badchild")
+	token := randomToken()
+	env := append(environWithout(envPrefix), "TEAM_TOKEN="+token, "WEB_TOKEN="+token[:len(token)-1]+"x")
+	file := filepath.Join(t.TempDir(), "servers.json")
+	servers, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"open": map[string]any{"command": badchild},
+		"team": map[string]any{"command": badchild, "tokenEnvs": []string{"TEAM_TOKEN"}},
+	}})
+	if err := os.WriteFile(file, servers, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const bridgeWide = "give the bridge a bridge-wide token (--token-env or a JWT key)"
+	several := startBridge(t, env, "--config", file)
+	several.waitLog(`level=WARN msg="the web page's live view cannot be opened"`)
+	if !strings.Contains(several.Stderr(), bridgeWide) {
+		t.Errorf("the warning does not say what to do:\n%s", several.Stderr())
+	}
+	single := startBridge(t, env, "--token-env", "WEB_TOKEN", "--", badchild)
+
+	for _, tc := range []struct {
+		name, url, token, where, text string
+		login, live                   bool
+	}{
+		{"no token opens the live view", several.Base + "/", "", "#feed-error", bridgeWide, false, true},
+		{"a wrong token", single.Base + "/", "wrong-token-0123456789abcdef", "#login-error", "The bridge refused this token: Unauthorized: a valid bearer token is required", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
+			defer cancel()
+			arg, _ := json.Marshal(map[string]string{"url": tc.url, "token": tc.token, "where": tc.where, "text": tc.text})
+			var res pageReasonResult
+			runPageScript(t, ctx, node, nodeModules, "pagereason.mjs", &res, string(arg))
+			if res.Failed != "" {
+				t.Fatalf("%s\nshown: %+v\npage errors: %q", res.Failed, res.Shown, res.PageErrors)
+			}
+			if len(res.PageErrors) > 0 {
+				t.Errorf("uncaught errors in the page: %q", res.PageErrors)
+			}
+			s := res.Shown
+			if !s.ClientsVisible || !strings.Contains(s.Clients, "/mcp") {
+				t.Errorf("the client configurations are not shown:\n%s", s.Clients)
+			}
+			if s.LoginVisible != tc.login || s.LiveVisible != tc.live {
+				t.Errorf("sign-in shown %v, live view shown %v; want %v, %v", s.LoginVisible, s.LiveVisible, tc.login, tc.live)
+			}
+		})
 	}
 }

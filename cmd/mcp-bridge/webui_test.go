@@ -188,7 +188,7 @@ func TestWebPageClientsAndConsole(t *testing.T) {
 	bin := testpeers.BuildGo(t, "./cmd/mcp-bridge")
 	const apiKey, flagToken, envSecret = "s3cr3t-api-key-value", "tok-hunter2-value", "env-secret-value"
 	p := startBridge(t, append(environWithout(envPrefix), "WEB_TOKEN="+token), "--token-env", "WEB_TOKEN",
-		"--", bin, "demo-server", "--api-key="+apiKey, "--verbose", "--token", flagToken, "API_KEY="+envSecret)
+		"--", bin, "conformance-server", "--api-key="+apiKey, "--verbose", "--token", flagToken, "API_KEY="+envSecret)
 	resourcesShot := filepath.Join(t.TempDir(), "web-resources.png")
 	res, shots := runWebui(t, map[string]any{"scenario": "single", "url": p.Base + "/", "token": token, "resourcesShot": resourcesShot})
 	s := res.Steps
@@ -251,7 +251,7 @@ func TestWebPageClientsAndConsole(t *testing.T) {
 	})
 
 	t.Run("server panel", func(t *testing.T) {
-		for _, w := range []string{bin + " demo-server --api-key=**** --verbose --token **** API_KEY=****", "per-session"} {
+		for _, w := range []string{bin + " conformance-server --api-key=**** --verbose --token **** API_KEY=****", "per-session"} {
 			if !strings.Contains(s.Server, w) {
 				t.Errorf("the Server panel shows %q, want %q", s.Server, w)
 			}

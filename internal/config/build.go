@@ -10,6 +10,7 @@ package config
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mcp-bridge/mcp-bridge/auth"
@@ -36,27 +38,28 @@ import (
 func (c *Config) Bridge(command, environ []string) bridge.Config {
 	r := c.withDefaults()
 	return bridge.Config{
-		Command:        command,
-		Mode:           *r.Mode,
-		Prespawn:       r.Prespawn,
-		MaxChildren:    r.MaxChildren,
-		SpawnQueue:     *r.SpawnQueue,
-		Dir:            r.Dir,
-		Env:            stdio.Environ(environ, r.hiddenFromChild(), r.Env),
-		MaxLineBytes:   *r.MaxMessageBytes,
-		StopGrace:      *r.StopGrace,
-		MaxSessions:    *r.MaxSessions,
-		IdleTimeout:    *r.IdleTimeout,
-		RequestTimeout: orOff(*r.RequestTimeout),
-		InitTimeout:    orOff(*r.InitTimeout),
-		QueueLimit:     *r.QueueLimit,
-		EventLogEvents: *r.EventLogEvents,
-		EventLogBytes:  *r.EventLogBytes,
-		Stateless:      r.Stateless,
-		ChildProtocol:  *r.ChildProtocol,
-		InputTTL:       *r.InputTTL,
-		MaxParked:      *r.MaxParked,
-		ReplicaID:      r.ReplicaID,
+		Command:            command,
+		Mode:               *r.Mode,
+		Prespawn:           r.Prespawn,
+		MaxChildren:        r.MaxChildren,
+		SpawnQueue:         *r.SpawnQueue,
+		Dir:                r.Dir,
+		Env:                stdio.Environ(environ, r.hiddenFromChild(), r.Env),
+		MaxLineBytes:       *r.MaxMessageBytes,
+		StopGrace:          *r.StopGrace,
+		MaxSessions:        *r.MaxSessions,
+		IdleTimeout:        *r.IdleTimeout,
+		UnreachableTimeout: orOff(*r.UnreachableTimeout),
+		RequestTimeout:     orOff(*r.RequestTimeout),
+		InitTimeout:        orOff(*r.InitTimeout),
+		QueueLimit:         *r.QueueLimit,
+		EventLogEvents:     *r.EventLogEvents,
+		EventLogBytes:      *r.EventLogBytes,
+		Stateless:          r.Stateless,
+		ChildProtocol:      *r.ChildProtocol,
+		InputTTL:           *r.InputTTL,
+		MaxParked:          *r.MaxParked,
+		ReplicaID:          r.ReplicaID,
 	}
 }
 
@@ -150,6 +153,9 @@ func (c *Config) MountsOptions(ho httpapi.Options, log *slog.Logger) httpapi.Mou
 		// The same checks as each server's own (they share the flags).
 		AllowedOrigins: ho.AllowedOrigins,
 		LoopbackOnly:   ho.LoopbackOnly,
+		// /metrics, every server's: the token that guards each one's.
+		MetricsAuth:   ho.MetricsAuth,
+		MetricsPublic: ho.MetricsPublic,
 	}
 	if ho.Web {
 		// One page serves every server.
@@ -210,20 +216,35 @@ func (c *Config) OpenAuditLog(stdout io.Writer) (w io.Writer, close func() error
 
 // CommandError says, naming the command, why a server's command (argv0,
 // run in dir with env) cannot be started, as the spawn would find it
-// (stdio.LookPath); nil when it can. cwd names the setting of dir.
+// (stdio.LookPath); nil when it can. cwd names the setting of dir: --cwd
+// for the command after --, its "cwd" for a server of the --config file.
 func CommandError(argv0, dir string, env []string, cwd string) error {
 	_, err := stdio.LookPath(argv0, dir, env)
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case errors.Is(err, exec.ErrNotFound):
-		return fmt.Errorf("command %q not found: no executable of that name in the server's PATH", argv0)
-	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("command %q is not an executable file", argv0)
-	case !filepath.IsAbs(argv0) && dir != "":
-		return fmt.Errorf("command %q not found: no such file (relative to %s)", argv0, cwd)
 	}
-	return fmt.Errorf("command %q not found: no such file", argv0)
+	var msg string
+	switch {
+	case errors.Is(err, exec.ErrNotFound):
+		msg = fmt.Sprintf("command %q not found: no executable of that name in the server's PATH", argv0)
+	case errors.Is(err, fs.ErrPermission):
+		msg = fmt.Sprintf("command %q is not an executable file", argv0)
+	case !filepath.IsAbs(argv0) && dir != "":
+		msg = fmt.Sprintf("command %q not found: no such file (relative to %s)", argv0, cwd)
+	default:
+		msg = fmt.Sprintf("command %q not found: no such file", argv0)
+	}
+	if words := strings.Fields(argv0); len(words) > 1 {
+		// -- "npx -y pkg": a shell would have split it; the bridge runs
+		// no shell, so the program's name is the whole string.
+		if cwd == "--cwd" {
+			msg += fmt.Sprintf("; it is one word with spaces: give the program and each argument as a word of its own, as in -- %s (no quotes around the whole command)", strings.Join(words, " "))
+		} else {
+			q, _ := json.Marshal(words[1:])
+			msg += fmt.Sprintf(`; it is one word with spaces: put the program in "command" and each argument in "args", as in "command": %q, "args": %s`, words[0], q)
+		}
+	}
+	return errors.New(msg)
 }
 
 // Verifier builds the authentication the settings ask for, reading the
@@ -271,7 +292,7 @@ func (c *Config) jwt(ctx context.Context, lookup func(string) (string, bool), lo
 	case c.JWTPublicKey != "":
 		pemBytes, err := os.ReadFile(c.JWTPublicKey)
 		if err != nil {
-			return nil, fmt.Errorf("%s: cannot read the file: %w", describe("JWTPublicKey"), pathless(err))
+			return nil, fmt.Errorf("%s: cannot read %s: %w", describe("JWTPublicKey"), fileNamed(c.JWTPublicKey), pathless(err))
 		}
 		if jc.PublicKeys, err = auth.ParsePublicKeysPEM(pemBytes); err != nil {
 			return nil, fmt.Errorf("%s: %w", describe("JWTPublicKey"), err)
@@ -401,4 +422,38 @@ func pathless(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// fileExts are the extensions of the files --config and
+// --jwt-public-key name. A value with one of them is a file's
+// name, never a token pasted in its place, so an error may show it.
+var fileExts = []string{".json", ".pem", ".crt", ".cer", ".key"}
+
+// fileNamed names a file of a setting in an error: quoted, with the
+// working directory a relative name is read from, when it has the
+// extension of a file (fileExts); else "the file", since the value may
+// be a secret written in the file's place.
+func fileNamed(name string) string {
+	ext := strings.ToLower(filepath.Ext(name))
+	if !slices.Contains(fileExts, ext) || strings.ContainsFunc(name, func(r rune) bool { return r < ' ' }) {
+		return "the file"
+	}
+	if filepath.IsAbs(name) {
+		return strconv.Quote(name)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return strconv.Quote(name)
+	}
+	return fmt.Sprintf("%q (in %s)", name, wd)
+}
+
+// ListenHint says what to do when the listener cannot open: for a port
+// in use, name --port (a second bridge, or another server, holds it).
+func ListenHint(err error) string {
+	if errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use") ||
+		strings.Contains(err.Error(), "Only one usage of each socket address") { // Windows' WSAEADDRINUSE
+		return "the port is in use (by another mcp-bridge?): give another with --port, or --port 0 for a free one"
+	}
+	return "check --host and --port"
 }

@@ -31,7 +31,7 @@ func TestBridge(t *testing.T) {
 			want: bridge.Config{
 				Command: []string{"srv"}, Mode: "per-session", SpawnQueue: 64,
 				Env:          []string{"PATH=/usr/bin", "ALICE_TOKEN=a", "HIDDEN=h", "JWT_SECRET=s", "SCRAPE=m", "PLAIN=p"},
-				MaxLineBytes: 16 << 20, StopGrace: 2 * time.Second, MaxSessions: 1000, IdleTimeout: 30 * time.Minute,
+				MaxLineBytes: 16 << 20, StopGrace: 2 * time.Second, MaxSessions: 1000, IdleTimeout: 30 * time.Minute, UnreachableTimeout: time.Minute,
 				RequestTimeout: 5 * time.Minute, InitTimeout: 30 * time.Second,
 				QueueLimit: 1024, EventLogEvents: 4096, EventLogBytes: 4 << 20,
 				ChildProtocol: "auto", InputTTL: 10 * time.Minute, MaxParked: 16,
@@ -44,7 +44,7 @@ func TestBridge(t *testing.T) {
 				Env: []string{"PLAIN=over", "ADDED=1"}, HideEnv: []string{"HIDDEN"},
 				TokenEnvs: []string{"ALICE_TOKEN"}, JWTSecretEnv: "JWT_SECRET", MetricsTokenEnv: "SCRAPE",
 				MaxMessageBytes: ptr(100), StopGrace: ptr(time.Second), MaxSessions: ptr(7), IdleTimeout: ptr(time.Minute),
-				RequestTimeout: ptr(time.Duration(0)), InitTimeout: ptr(time.Duration(0)),
+				RequestTimeout: ptr(time.Duration(0)), InitTimeout: ptr(time.Duration(0)), UnreachableTimeout: ptr(time.Duration(0)),
 				QueueLimit: ptr(5), EventLogEvents: ptr(6), EventLogBytes: ptr(7000),
 				Stateless: true, ChildProtocol: ptr("legacy"), InputTTL: ptr(time.Minute), MaxParked: ptr(2), ReplicaID: "r1",
 			},
@@ -54,7 +54,7 @@ func TestBridge(t *testing.T) {
 				// hidden; --env overrides.
 				Env:          []string{"PATH=/usr/bin", "PLAIN=over", "ADDED=1"},
 				MaxLineBytes: 100, StopGrace: time.Second, MaxSessions: 7, IdleTimeout: time.Minute,
-				RequestTimeout: -1, InitTimeout: -1, // 0 turns them off; the bridge's off is negative
+				RequestTimeout: -1, InitTimeout: -1, UnreachableTimeout: -1, // 0 turns them off; the bridge's off is negative
 				QueueLimit: 5, EventLogEvents: 6, EventLogBytes: 7000,
 				Stateless: true, ChildProtocol: "legacy", InputTTL: time.Minute, MaxParked: 2, ReplicaID: "r1",
 			},
@@ -308,6 +308,14 @@ func TestSecretsRead(t *testing.T) {
 			_, err := (&Config{ConfigFile: missing}).LoadServers(environ)
 			return err
 		}, "--config / MCP_BRIDGE_CONFIG: cannot read the file"},
+		{"the servers file named by a file's name", func() error {
+			_, err := (&Config{ConfigFile: "nofile.json"}).LoadServers(environ)
+			return err
+		}, `--config / MCP_BRIDGE_CONFIG: cannot read "nofile.json" (in `},
+		{"a key file named by a file's name", func() error {
+			_, err := (&Config{JWTPublicKey: filepath.Join(t.TempDir(), "issuer.pem"), JWTIssuer: "i", JWTAudiences: []string{"a"}}).Verifier(context.Background(), environ, slog.Default())
+			return err
+		}, `issuer.pem": no such file`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -350,11 +358,20 @@ func TestCommandError(t *testing.T) {
 		{"./missing", dir, `command "./missing" not found: no such file (relative to --cwd)`},
 		{"./notexec", dir, `command "./notexec" is not an executable file`},
 		{filepath.Join(dir, "missing"), "", "not found: no such file"},
+		// A command quoted whole: a shell would have split it, the bridge
+		// runs none.
+		{"npx -y some-server", "", `command "npx -y some-server" not found: no executable of that name in the server's PATH; it is one word with spaces: give the program and each argument as a word of its own, as in -- npx -y some-server (no quotes around the whole command)`},
+		{"npx -y @scope/some-server", "", `not found: no such file; it is one word with spaces: give the program and each argument as a word of its own, as in -- npx -y @scope/some-server (no quotes around the whole command)`},
 	}
 	for _, tt := range tests {
 		err := CommandError(tt.argv0, tt.dir, path, "--cwd")
 		if (err == nil) != (tt.want == "") || err != nil && err.Error() != tt.want && !strings.HasSuffix(err.Error(), tt.want) {
 			t.Errorf("%s in %q: %v, want %q", tt.argv0, tt.dir, err, tt.want)
 		}
+	}
+	// In a --config file, the words go to "command" and "args".
+	want := `; it is one word with spaces: put the program in "command" and each argument in "args", as in "command": "npx", "args": ["-y","some-server"]`
+	if err := CommandError("npx -y some-server", "", path, `its "cwd"`); err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("a server of the file: %v, want it to end %q", err, want)
 	}
 }

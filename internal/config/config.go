@@ -48,93 +48,97 @@ const (
 
 // Config is every setting of the bridge. Each field is read from
 // MCP_BRIDGE_<env tag>, then from the flag its flag tag names (flags
-// win); help is its line in --help, group the topic it belongs to.
-// README's Options tables list them all, one per group.
+// win); help is its line in --help, meta the placeholder of its value
+// there (FILE, NAME, URL, ...), group the topic it belongs to.
+// docs/options.md, generated from these tags (WriteOptionsDoc), lists
+// them all, one table per group.
 //
 // The zero value is the default configuration. A field whose default is
 // its zero value (false, 0, "", none) is a plain value. A field with any
 // other default is a pointer: nil means "not given", and the setting
 // takes the default of the package that interprets it (Defaults lists
 // them, read from those packages' Default* and mode constants; --help
-// shows them and a test holds README to them). A value given is the user's, zero
+// shows them, and so does docs/options.md). A value given is the user's, zero
 // included, and is checked as such: --port 0 picks a free port,
 // --request-timeout 0 turns the timeout off, --web=false turns the page
 // off, --max-sessions 0 is refused. So no default is written twice, and
 // no zero that means something is taken for "not given".
 type Config struct {
-	Host            *string        `env:"HOST" flag:"host" group:"listen" help:"address to listen on; keep 127.0.0.1 unless the bridge sits behind auth"`
-	Port            *int           `env:"PORT" flag:"port" group:"listen" help:"TCP port (0 picks a free one)"`
-	Path            *string        `env:"PATH" flag:"path" group:"listen" help:"path of the MCP endpoint"`
-	SSEPath         string         `env:"SSE_PATH" flag:"sse-path" group:"listen" help:"path of the legacy HTTP+SSE stream (MCP 2024-11-05); default: sse next to --path (/sse for /mcp)"`
-	MessagePath     string         `env:"MESSAGE_PATH" flag:"message-path" group:"listen" help:"path legacy HTTP+SSE clients POST to; default: message next to --path (/message for /mcp)"`
-	LegacySSE       *bool          `env:"LEGACY_SSE" flag:"legacy-sse" group:"listen" help:"serve the legacy HTTP+SSE transport (2024-11-05) next to Streamable HTTP (not with --stateless); --legacy-sse=false turns it off"`
-	Command         Argv           `env:"COMMAND" flag:"-" group:"server" help:"the MCP server's argv as a JSON array (or give it after --); empty serves the built-in demo server"`
-	ConfigFile      string         `env:"CONFIG" flag:"config" group:"server" help:"JSON file of several MCP servers ({\"mcpServers\": {NAME: {command, args, env, ...}}}), each served at /servers/NAME/mcp instead of one command at --path; SIGHUP rereads it"`
-	Mode            *string        `env:"MODE" flag:"mode" group:"processes" help:"per-session: a process per MCP session; shared: one process multiplexed across sessions; per-identity: a process per principal, shared by its sessions"`
-	ClaimEnv        []string       `env:"CLAIM_ENV" envSeparator:"," flag:"claim-env" group:"server" help:"claim=VAR: put the principal's claim into its MCP server's environment as VAR (repeatable; per-session and per-identity modes)"`
-	Prespawn        int            `env:"PRESPAWN" flag:"prespawn" group:"processes" help:"per-session mode: processes kept started and waiting, so a new session does not wait for one to start"`
-	MaxChildren     int            `env:"MAX_CHILDREN" flag:"max-children" group:"processes" help:"most MCP server processes alive, waiting ones included (0: --max-sessions + --prespawn); over it, 503"`
-	SpawnQueue      *int           `env:"SPAWN_QUEUE" flag:"spawn-queue" group:"processes" help:"most sessions waiting for a process to start; over it, 503"`
-	Stateless       bool           `env:"STATELESS" flag:"stateless" group:"processes" help:"serve without sessions: every POST stands alone on one shared, already-initialized process; GET and DELETE answer 405"`
-	Dir             string         `env:"CWD" flag:"cwd" group:"server" help:"working directory of the MCP server process"`
-	Env             []string       `env:"ENV" envSeparator:"," flag:"env" group:"server" help:"K=V added to the MCP server's environment (repeatable)"`
-	HideEnv         []string       `env:"HIDE_ENV" envSeparator:"," flag:"hide-env" group:"server" help:"names of variables not passed to the MCP server (repeatable); MCP_BRIDGE_* are never passed"`
-	ResponseMode    *string        `env:"RESPONSE_MODE" flag:"response-mode" group:"streams" help:"auto: JSON when the answer comes first, else SSE; sse; json"`
-	SSEDelay        *time.Duration `env:"SSE_DELAY" flag:"sse-delay" group:"streams" help:"in auto mode, how long a request waits for its answer before its response becomes an SSE stream"`
-	MaxBodyBytes    *int64         `env:"MAX_BODY_BYTES" flag:"max-body-bytes" group:"limits" help:"largest POST body accepted (413 over it)"`
-	MaxMessageBytes *int           `env:"MAX_MESSAGE_BYTES" flag:"max-message-bytes" group:"limits" help:"largest message accepted from the MCP server (one stdout line)"`
-	MaxSessions     *int           `env:"MAX_SESSIONS" flag:"max-sessions" group:"limits" help:"most live sessions, each with its own process (503 over it)"`
-	IdleTimeout     *time.Duration `env:"IDLE_TIMEOUT" flag:"idle-timeout" group:"timeouts" help:"end a session after this long without traffic, requests or open streams"`
-	RequestTimeout  *time.Duration `env:"REQUEST_TIMEOUT" flag:"request-timeout" group:"timeouts" help:"how long a request waits for the MCP server's answer; then the client gets JSON-RPC error -32007 and the server notifications/cancelled (0: no limit)"`
-	InitTimeout     *time.Duration `env:"INIT_TIMEOUT" flag:"init-timeout" group:"timeouts" help:"how long initialize waits for the MCP server's answer; then the client gets JSON-RPC error -32007, the session ends and the process is stopped (0: no limit)"`
-	QueueLimit      *int           `env:"QUEUE_LIMIT" flag:"queue-limit" group:"streams" help:"server messages a session holds while no stream is open"`
-	EventLogEvents  *int           `env:"EVENT_LOG_EVENTS" flag:"event-log-events" group:"streams" help:"SSE events a session keeps for clients that resume with Last-Event-ID, or that read slowly; older ones age out, and a reader whose unread events age out is disconnected"`
-	EventLogBytes   *int           `env:"EVENT_LOG_BYTES" flag:"event-log-bytes" group:"streams" help:"bytes of SSE events a session keeps for resuming clients (the newest event is kept whatever its size); also caps the messages it holds while no stream is open"`
-	StopGrace       *time.Duration `env:"STOP_GRACE" flag:"stop-grace" group:"processes" help:"wait after closing a process's stdin, and again after SIGTERM, before SIGKILL"`
-	Containment     *string        `env:"CONTAINMENT" flag:"containment" group:"processes" help:"how each MCP server process and everything it starts are kept from outliving their session and the bridge: auto (the best this system allows); pid-namespace, cgroup or process-group on Linux; process-group on macOS; job-object on Windows"`
-	ShutdownTimeout *time.Duration `env:"SHUTDOWN_TIMEOUT" flag:"shutdown-timeout" group:"timeouts" help:"on SIGINT/SIGTERM, how long requests in flight may take to finish"`
-	ReadTimeout     *time.Duration `env:"READ_TIMEOUT" flag:"read-timeout" group:"timeouts" help:"most time a client may take to send a request, headers and body (408, or the connection closed, past it); response streams are not bounded by it"`
-	SSEMaxDuration  time.Duration  `env:"SSE_MAX_DURATION" flag:"sse-max-duration" group:"streams" help:"close the connection of a 2025-11-25 session's SSE stream after this long (the client resumes with Last-Event-ID); 0: never"`
-	KeepAlive       *time.Duration `env:"KEEPALIVE" flag:"keepalive" group:"streams" help:"interval of SSE keep-alive comments"`
-	AllowOrigins    []string       `env:"ALLOW_ORIGINS" envSeparator:"," flag:"allow-origin" group:"listen" help:"browser origin allowed besides loopback ones, exact or with * (repeatable)"`
-	Web             *bool          `env:"WEB" flag:"web" group:"web" help:"serve the web page at / (live view of sessions and children, and an MCP console); its feed needs the same token as the MCP endpoint; --web=false turns it off"`
-	Modern          *bool          `env:"MODERN" flag:"modern" group:"modern" help:"serve MCP 2026-07-28 clients (stateless, no initialize) on the same endpoint as 2025 sessions; --modern=false answers them as a 2025-only server does, and dual-era clients fall back to initialize"`
-	ChildProtocol   *string        `env:"CHILD_PROTOCOL" flag:"child-protocol" group:"modern" help:"what the MCP server speaks: auto (asks it once with server/discover), legacy (2025: the bridge initializes it and translates for 2026-07-28 clients) or modern (2026-07-28: requests pass through)"`
-	InputTTL        *time.Duration `env:"INPUT_TTL" flag:"input-ttl" group:"modern" help:"how long a call waits for a 2026-07-28 client's retry with the input the server asked for (sampling, elicitation, roots); then the server's questions are declined and the call cancelled"`
-	MaxParked       *int           `env:"MAX_PARKED" flag:"max-parked" group:"modern" help:"most calls waiting for one principal's clients' input at once; over it, the call fails"`
-	ReplicaID       string         `env:"REPLICA_ID" flag:"replica-id" group:"modern" help:"this bridge's name in the requestState it gives 2026-07-28 clients, for a load balancer to route their retries by (letters, digits, - and _); default: random"`
-	LogFormat       *string        `env:"LOG_FORMAT" flag:"log-format" group:"log" help:"text or json"`
-	LogLevel        *string        `env:"LOG_LEVEL" flag:"log-level" group:"log" help:"debug, info, warn or error"`
+	Host               *string        `env:"HOST" flag:"host" meta:"ADDR" group:"common" help:"address to listen on; keep 127.0.0.1 unless the bridge sits behind auth"`
+	Port               *int           `env:"PORT" flag:"port" meta:"N" group:"common" help:"TCP port (0 picks a free one)"`
+	Path               *string        `env:"PATH" flag:"path" meta:"PATH" group:"listen" help:"path of the MCP endpoint"`
+	SSEPath            string         `env:"SSE_PATH" flag:"sse-path" meta:"PATH" group:"listen" help:"path of the legacy HTTP+SSE stream (MCP 2024-11-05); default: sse next to --path (/sse for /mcp)"`
+	MessagePath        string         `env:"MESSAGE_PATH" flag:"message-path" meta:"PATH" group:"listen" help:"path legacy HTTP+SSE clients POST to; default: message next to --path (/message for /mcp)"`
+	LegacySSE          *bool          `env:"LEGACY_SSE" flag:"legacy-sse" group:"listen" help:"serve the legacy HTTP+SSE transport (2024-11-05) next to Streamable HTTP (not with --stateless); --legacy-sse=false turns it off"`
+	Command            Argv           `env:"COMMAND" flag:"-" group:"server" help:"the MCP server's argv as a JSON array (or give it after --); empty serves the built-in demo server"`
+	ConfigFile         string         `env:"CONFIG" flag:"config" meta:"FILE" group:"common" help:"JSON file of several MCP servers ({\"mcpServers\": {NAME: {command, args, env, ...}}}), each served at /servers/NAME/mcp instead of one command at --path; SIGHUP rereads it"`
+	Mode               *string        `env:"MODE" flag:"mode" meta:"MODE" group:"common" help:"per-session: a process per MCP session; shared: one process multiplexed across sessions; per-identity: a process per principal, shared by its sessions"`
+	ClaimEnv           []string       `env:"CLAIM_ENV" envSeparator:"," flag:"claim-env" meta:"CLAIM=VAR" group:"server" help:"put the principal's claim into its MCP server's environment as VAR (repeatable; per-session and per-identity modes)"`
+	Prespawn           int            `env:"PRESPAWN" flag:"prespawn" meta:"N" group:"processes" help:"per-session mode: processes kept started and waiting, so a new session does not wait for one to start"`
+	MaxChildren        int            `env:"MAX_CHILDREN" flag:"max-children" meta:"N" group:"processes" help:"most MCP server processes alive, waiting ones included (0: --max-sessions + --prespawn); over it, 503"`
+	SpawnQueue         *int           `env:"SPAWN_QUEUE" flag:"spawn-queue" meta:"N" group:"processes" help:"most sessions waiting for a process to start; over it, 503"`
+	Stateless          bool           `env:"STATELESS" flag:"stateless" group:"processes" help:"serve without sessions: every POST stands alone on one shared, already-initialized process; GET and DELETE answer 405"`
+	Dir                string         `env:"CWD" flag:"cwd" meta:"DIR" group:"server" help:"working directory of the MCP server process"`
+	Env                []string       `env:"ENV" envSeparator:"," flag:"env" meta:"K=V" group:"server" help:"a variable added to the MCP server's environment (repeatable)"`
+	HideEnv            []string       `env:"HIDE_ENV" envSeparator:"," flag:"hide-env" meta:"NAME" group:"server" help:"names of variables not passed to the MCP server (repeatable); MCP_BRIDGE_* are never passed"`
+	ResponseMode       *string        `env:"RESPONSE_MODE" flag:"response-mode" meta:"MODE" group:"streams" help:"auto: JSON when the answer comes first, else SSE; sse; json"`
+	SSEDelay           *time.Duration `env:"SSE_DELAY" flag:"sse-delay" meta:"DURATION" group:"streams" help:"in auto mode, how long a request waits for its answer before its response becomes an SSE stream"`
+	MaxBodyBytes       *int64         `env:"MAX_BODY_BYTES" flag:"max-body-bytes" meta:"BYTES" group:"limits" help:"largest POST body accepted (413 over it)"`
+	MaxMessageBytes    *int           `env:"MAX_MESSAGE_BYTES" flag:"max-message-bytes" meta:"BYTES" group:"limits" help:"largest message accepted from the MCP server (one stdout line)"`
+	MaxSessions        *int           `env:"MAX_SESSIONS" flag:"max-sessions" meta:"N" group:"limits" help:"most live sessions, each with its own process (503 over it)"`
+	IdleTimeout        *time.Duration `env:"IDLE_TIMEOUT" flag:"idle-timeout" meta:"DURATION" group:"timeouts" help:"end a session after this long without traffic, requests or open streams"`
+	UnreachableTimeout *time.Duration `env:"UNREACHABLE_TIMEOUT" flag:"unreachable-timeout" meta:"DURATION" group:"timeouts" help:"end sooner a session no client can reach any more: its GET stream closed and nothing came since, or it never opened one and sent nothing after initialized (clients that stop without DELETE leave these, each with its process); 0: only --idle-timeout"`
+	RequestTimeout     *time.Duration `env:"REQUEST_TIMEOUT" flag:"request-timeout" meta:"DURATION" group:"timeouts" help:"how long a request waits for the MCP server's answer; then the client gets JSON-RPC error -32007 and the server notifications/cancelled (0: no limit)"`
+	InitTimeout        *time.Duration `env:"INIT_TIMEOUT" flag:"init-timeout" meta:"DURATION" group:"timeouts" help:"how long initialize waits for the MCP server's answer; then the client gets JSON-RPC error -32007, the session ends and the process is stopped (0: no limit)"`
+	QueueLimit         *int           `env:"QUEUE_LIMIT" flag:"queue-limit" meta:"N" group:"streams" help:"server messages a session holds while no stream is open"`
+	EventLogEvents     *int           `env:"EVENT_LOG_EVENTS" flag:"event-log-events" meta:"N" group:"streams" help:"SSE events a session keeps for clients that resume with Last-Event-ID, or that read slowly; older ones age out, and a reader whose unread events age out is disconnected"`
+	EventLogBytes      *int           `env:"EVENT_LOG_BYTES" flag:"event-log-bytes" meta:"BYTES" group:"streams" help:"bytes of SSE events a session keeps for resuming clients (the newest event is kept whatever its size); also caps the messages it holds while no stream is open"`
+	StopGrace          *time.Duration `env:"STOP_GRACE" flag:"stop-grace" meta:"DURATION" group:"processes" help:"wait after closing a process's stdin, and again after SIGTERM, before SIGKILL"`
+	Containment        *string        `env:"CONTAINMENT" flag:"containment" meta:"STRATEGY" group:"processes" help:"how each MCP server process and everything it starts are kept from outliving their session and the bridge: auto (the best this system allows); pid-namespace, cgroup or process-group on Linux; process-group on macOS; job-object on Windows"`
+	ShutdownTimeout    *time.Duration `env:"SHUTDOWN_TIMEOUT" flag:"shutdown-timeout" meta:"DURATION" group:"timeouts" help:"on SIGINT/SIGTERM, how long requests in flight may take to finish"`
+	ReadTimeout        *time.Duration `env:"READ_TIMEOUT" flag:"read-timeout" meta:"DURATION" group:"timeouts" help:"most time a client may take to send a request, headers and body (408, or the connection closed, past it); response streams are not bounded by it"`
+	SSEMaxDuration     time.Duration  `env:"SSE_MAX_DURATION" flag:"sse-max-duration" meta:"DURATION" group:"streams" help:"close the connection of a 2025-11-25 session's SSE stream after this long (the client resumes with Last-Event-ID); 0: never"`
+	KeepAlive          *time.Duration `env:"KEEPALIVE" flag:"keepalive" meta:"DURATION" group:"streams" help:"interval of SSE keep-alive comments"`
+	AllowOrigins       []string       `env:"ALLOW_ORIGINS" envSeparator:"," flag:"allow-origin" meta:"ORIGIN" group:"listen" help:"browser origin allowed besides loopback ones, exact or with * (repeatable)"`
+	Web                *bool          `env:"WEB" flag:"web" group:"web" help:"serve the web page at / (live view of sessions and children, and an MCP console); its feed needs the same token as the MCP endpoint; --web=false turns it off"`
+	Modern             *bool          `env:"MODERN" flag:"modern" group:"modern" help:"serve MCP 2026-07-28 clients (stateless, no initialize) on the same endpoint as 2025 sessions; --modern=false answers them as a 2025-only server does, and dual-era clients fall back to initialize"`
+	ChildProtocol      *string        `env:"CHILD_PROTOCOL" flag:"child-protocol" meta:"ERA" group:"modern" help:"what the MCP server speaks: auto (asks it once with server/discover), legacy (2025: the bridge initializes it and translates for 2026-07-28 clients) or modern (2026-07-28: requests pass through)"`
+	InputTTL           *time.Duration `env:"INPUT_TTL" flag:"input-ttl" meta:"DURATION" group:"modern" help:"how long a call waits for a 2026-07-28 client's retry with the input the server asked for (sampling, elicitation, roots); then the server's questions are declined and the call cancelled"`
+	MaxParked          *int           `env:"MAX_PARKED" flag:"max-parked" meta:"N" group:"modern" help:"most calls waiting for one principal's clients' input at once; over it, the call fails"`
+	ReplicaID          string         `env:"REPLICA_ID" flag:"replica-id" meta:"NAME" group:"modern" help:"this bridge's name in the requestState it gives 2026-07-28 clients, for a load balancer to route their retries by (letters, digits, - and _); default: random"`
+	LogFormat          *string        `env:"LOG_FORMAT" flag:"log-format" meta:"FORMAT" group:"log" help:"text or json"`
+	LogLevel           *string        `env:"LOG_LEVEL" flag:"log-level" meta:"LEVEL" group:"log" help:"debug, info, warn or error"`
 
-	// Who may connect (README "Authentication and tool policy"). All off by default.
-	TokenEnvs               []string `env:"TOKEN_ENVS" envSeparator:"," flag:"token-env" group:"auth" help:"name of an environment variable holding an accepted bearer token; the request's principal is the variable's name (repeatable)"`
-	JWTSecretEnv            string   `env:"JWT_SECRET_ENV" flag:"jwt-secret-env" group:"auth" help:"name of an environment variable holding the HMAC secret (32+ bytes) of HS256/384/512 JWTs"`
-	JWTPublicKey            string   `env:"JWT_PUBLIC_KEY" flag:"jwt-public-key" group:"auth" help:"PEM file of the public key(s) of RS*/PS*/ES*/EdDSA JWTs"`
-	JWKSURL                 string   `env:"JWKS_URL" flag:"jwks-url" group:"auth" help:"URL of the JWT issuer's JWKS (https, or http on loopback); refreshed every 15 min and on an unknown kid"`
-	JWTIssuer               string   `env:"JWT_ISSUER" flag:"jwt-issuer" group:"auth" help:"the iss every JWT must carry (required with a JWT key)"`
-	JWTAudiences            []string `env:"JWT_AUDIENCES" envSeparator:"," flag:"jwt-audience" group:"auth" help:"an aud a JWT may carry (repeatable); default --public-url"`
-	RequireScopes           []string `env:"REQUIRE_SCOPES" envSeparator:"," flag:"require-scope" group:"auth" help:"a scope every JWT must grant in scope or scp, else 403 (repeatable)"`
-	PublicURL               string   `env:"PUBLIC_URL" flag:"public-url" group:"auth" help:"the MCP endpoint's URL as clients reach it (https://bridge.example.com/mcp): the OAuth resource, and the default JWT audience; default: from each request's Host"`
-	AuthServers             []string `env:"AUTH_SERVERS" envSeparator:"," flag:"auth-server" group:"auth" help:"authorization server listed in /.well-known/oauth-protected-resource (repeatable); default --jwt-issuer"`
-	MaxSessionsPerPrincipal int      `env:"MAX_SESSIONS_PER_PRINCIPAL" flag:"max-sessions-per-principal" group:"principals" help:"most live sessions of one principal (0: only --max-sessions); over it, 429"`
-	MaxInFlightPerPrincipal int      `env:"MAX_INFLIGHT_PER_PRINCIPAL" flag:"max-inflight-per-principal" group:"principals" help:"most POSTs of one principal served at once (0: no cap); over it, 429"`
-	RateLimit               float64  `env:"RATE_LIMIT" flag:"rate-limit" group:"principals" help:"requests per second one principal may send (0: no limit); over it, 429 with Retry-After"`
-	RateBurst               int      `env:"RATE_BURST" flag:"rate-burst" group:"principals" help:"requests one principal may send at once above --rate-limit (0: one second's worth)"`
-	ToolAllow               []string `env:"TOOL_ALLOW" envSeparator:"," flag:"tool-allow" group:"principals" help:"SUBJECT=GLOB: the tools SUBJECT (*, scope:NAME, token:NAME, jwt:SUB or a principal name) may list and call; once a subject has allow rules, other tools are denied to it (repeatable)"`
-	ToolDeny                []string `env:"TOOL_DENY" envSeparator:"," flag:"tool-deny" group:"principals" help:"SUBJECT=GLOB: tools SUBJECT may neither list nor call; deny wins over allow (repeatable)"`
-	AuditLog                string   `env:"AUDIT_LOG" flag:"audit-log" group:"log" help:"file to append one JSON line per request to (principal, session, method, tool, outcome, duration); - for stdout"`
+	// Who may connect (docs/auth.md). All off by default.
+	TokenEnvs               []string `env:"TOKEN_ENVS" envSeparator:"," flag:"token-env" meta:"NAME" group:"common" help:"name of an environment variable holding an accepted bearer token; the request's principal is the variable's name (repeatable)"`
+	JWTSecretEnv            string   `env:"JWT_SECRET_ENV" flag:"jwt-secret-env" meta:"NAME" group:"auth" help:"name of an environment variable holding the HMAC secret (32+ bytes) of HS256/384/512 JWTs"`
+	JWTPublicKey            string   `env:"JWT_PUBLIC_KEY" flag:"jwt-public-key" meta:"FILE" group:"auth" help:"PEM file of the public key(s) of RS*/PS*/ES*/EdDSA JWTs"`
+	JWKSURL                 string   `env:"JWKS_URL" flag:"jwks-url" meta:"URL" group:"auth" help:"URL of the JWT issuer's JWKS (https, or http on loopback); refreshed every 15 min and on an unknown kid"`
+	JWTIssuer               string   `env:"JWT_ISSUER" flag:"jwt-issuer" meta:"ISS" group:"auth" help:"the iss every JWT must carry (required with a JWT key)"`
+	JWTAudiences            []string `env:"JWT_AUDIENCES" envSeparator:"," flag:"jwt-audience" meta:"AUD" group:"auth" help:"an aud a JWT may carry (repeatable); default --public-url"`
+	RequireScopes           []string `env:"REQUIRE_SCOPES" envSeparator:"," flag:"require-scope" meta:"SCOPE" group:"auth" help:"a scope every JWT must grant in scope or scp, else 403 (repeatable)"`
+	PublicURL               string   `env:"PUBLIC_URL" flag:"public-url" meta:"URL" group:"auth" help:"the MCP endpoint's URL as clients reach it (https://bridge.example.com/mcp): the OAuth resource, and the default JWT audience; default: from each request's Host"`
+	AuthServers             []string `env:"AUTH_SERVERS" envSeparator:"," flag:"auth-server" meta:"URL" group:"auth" help:"authorization server listed in /.well-known/oauth-protected-resource (repeatable); default --jwt-issuer"`
+	MaxSessionsPerPrincipal int      `env:"MAX_SESSIONS_PER_PRINCIPAL" flag:"max-sessions-per-principal" meta:"N" group:"principals" help:"most live sessions of one principal (0: only --max-sessions); over it, 429"`
+	MaxInFlightPerPrincipal int      `env:"MAX_INFLIGHT_PER_PRINCIPAL" flag:"max-inflight-per-principal" meta:"N" group:"principals" help:"most POSTs of one principal served at once (0: no cap); over it, 429"`
+	RateLimit               float64  `env:"RATE_LIMIT" flag:"rate-limit" meta:"N" group:"principals" help:"requests per second one principal may send (0: no limit); over it, 429 with Retry-After"`
+	RateBurst               int      `env:"RATE_BURST" flag:"rate-burst" meta:"N" group:"principals" help:"requests one principal may send at once above --rate-limit (0: one second's worth)"`
+	ToolAllow               []string `env:"TOOL_ALLOW" envSeparator:"," flag:"tool-allow" meta:"SUBJECT=GLOB" group:"principals" help:"the tools SUBJECT (*, scope:NAME, token:NAME, jwt:SUB or a principal name) may list and call; once a subject has allow rules, other tools are denied to it (repeatable)"`
+	ToolDeny                []string `env:"TOOL_DENY" envSeparator:"," flag:"tool-deny" meta:"SUBJECT=GLOB" group:"principals" help:"tools SUBJECT may neither list nor call; deny wins over allow (repeatable)"`
+	AuditLog                string   `env:"AUDIT_LOG" flag:"audit-log" meta:"FILE" group:"log" help:"file to append one JSON line per request to (principal, session, method, tool, outcome, duration); - for stdout"`
 	AuditArguments          bool     `env:"AUDIT_ARGUMENTS" flag:"audit-arguments" group:"log" help:"add tools/call arguments to the audit log (they may hold personal data or secrets)"`
 
-	// Who sees what of the others (README "Web page", "Health, readiness
-	// and metrics").
-	Admins          []string `env:"ADMINS" envSeparator:"," flag:"admin" group:"web" help:"SUBJECT (*, scope:NAME, token:NAME, jwt:SUB or a principal name) who sees every session and child on the web page, stderr included; others see their own (repeatable)"`
-	MetricsTokenEnv string   `env:"METRICS_TOKEN_ENV" flag:"metrics-token-env" group:"web" help:"name of an environment variable holding the bearer token /metrics then requires (default: /metrics is open without client authentication, closed with it)"`
+	// Who sees what of the others (docs/web-page.md, docs/operations.md).
+	Admins          []string `env:"ADMINS" envSeparator:"," flag:"admin" meta:"SUBJECT" group:"web" help:"SUBJECT (*, scope:NAME, token:NAME, jwt:SUB or a principal name) who sees every session and child on the web page, stderr included; others see their own (repeatable)"`
+	MetricsTokenEnv string   `env:"METRICS_TOKEN_ENV" flag:"metrics-token-env" meta:"NAME" group:"web" help:"name of an environment variable holding the bearer token /metrics then requires (default: /metrics is open without client authentication, closed with it)"`
 	MetricsPublic   bool     `env:"METRICS_PUBLIC" flag:"metrics-public" group:"web" help:"serve /metrics to anyone even when MCP clients must authenticate (without it and without --metrics-token-env, /metrics then answers 403)"`
 }
 
 // Groups are the topics of the settings (each field's group tag), in the
-// order --help and the README present them.
+// order --help and docs/options.md present them. The first holds the
+// handful of flags every user needs, in the order of CommonFlags.
 var Groups = []struct{ Name, Title string }{
+	{"common", "Common flags"},
 	{"server", "The MCP server"},
 	{"processes", "Processes"},
 	{"listen", "Listening"},
@@ -148,40 +152,45 @@ var Groups = []struct{ Name, Title string }{
 	{"log", "Logs and audit"},
 }
 
+// CommonFlags are the flags of the "common" group, in the order --help
+// lists them: where to listen, who may connect, what to serve, and how.
+var CommonFlags = []string{"port", "host", "token-env", "config", "mode"}
+
 // Defaults is the configuration the bridge runs with when nothing is
 // given: every pointer field of Config set to its default, each read from
 // the package that interprets the setting. --help shows these values.
 func Defaults() Config {
 	return Config{
-		Host:            ptr(DefaultHost),
-		Port:            ptr(DefaultPort),
-		Path:            ptr(httpapi.DefaultPath),
-		LegacySSE:       ptr(DefaultLegacySSE),
-		Mode:            ptr(bridge.ModePerSession),
-		SpawnQueue:      ptr(bridge.DefaultSpawnQueue),
-		ResponseMode:    ptr(httpapi.ModeAuto),
-		SSEDelay:        ptr(httpapi.DefaultSSEDelay),
-		MaxBodyBytes:    ptr[int64](httpapi.DefaultMaxBodyBytes),
-		MaxMessageBytes: ptr(stdio.DefaultMaxLineBytes),
-		MaxSessions:     ptr(bridge.DefaultMaxSessions),
-		IdleTimeout:     ptr(bridge.DefaultIdleTimeout),
-		RequestTimeout:  ptr(bridge.DefaultRequestTimeout),
-		InitTimeout:     ptr(bridge.DefaultInitTimeout),
-		QueueLimit:      ptr(bridge.DefaultQueueLimit),
-		EventLogEvents:  ptr(bridge.DefaultEventLogEvents),
-		EventLogBytes:   ptr(bridge.DefaultEventLogBytes),
-		StopGrace:       ptr(stdio.DefaultStopGrace),
-		Containment:     ptr(string(stdio.ContainAuto)),
-		ShutdownTimeout: ptr(DefaultShutdownTimeout),
-		ReadTimeout:     ptr(httpapi.DefaultReadTimeout),
-		KeepAlive:       ptr(httpapi.DefaultKeepAlive),
-		Web:             ptr(DefaultWeb),
-		Modern:          ptr(DefaultModern),
-		ChildProtocol:   ptr(bridge.ChildProtocolAuto),
-		InputTTL:        ptr(bridge.DefaultInputTTL),
-		MaxParked:       ptr(bridge.DefaultMaxParked),
-		LogFormat:       ptr(DefaultLogFormat),
-		LogLevel:        ptr(DefaultLogLevel),
+		Host:               ptr(DefaultHost),
+		Port:               ptr(DefaultPort),
+		Path:               ptr(httpapi.DefaultPath),
+		LegacySSE:          ptr(DefaultLegacySSE),
+		Mode:               ptr(bridge.ModePerSession),
+		SpawnQueue:         ptr(bridge.DefaultSpawnQueue),
+		ResponseMode:       ptr(httpapi.ModeAuto),
+		SSEDelay:           ptr(httpapi.DefaultSSEDelay),
+		MaxBodyBytes:       ptr[int64](httpapi.DefaultMaxBodyBytes),
+		MaxMessageBytes:    ptr(stdio.DefaultMaxLineBytes),
+		MaxSessions:        ptr(bridge.DefaultMaxSessions),
+		IdleTimeout:        ptr(bridge.DefaultIdleTimeout),
+		UnreachableTimeout: ptr(bridge.DefaultUnreachableTimeout),
+		RequestTimeout:     ptr(bridge.DefaultRequestTimeout),
+		InitTimeout:        ptr(bridge.DefaultInitTimeout),
+		QueueLimit:         ptr(bridge.DefaultQueueLimit),
+		EventLogEvents:     ptr(bridge.DefaultEventLogEvents),
+		EventLogBytes:      ptr(bridge.DefaultEventLogBytes),
+		StopGrace:          ptr(stdio.DefaultStopGrace),
+		Containment:        ptr(string(stdio.ContainAuto)),
+		ShutdownTimeout:    ptr(DefaultShutdownTimeout),
+		ReadTimeout:        ptr(httpapi.DefaultReadTimeout),
+		KeepAlive:          ptr(httpapi.DefaultKeepAlive),
+		Web:                ptr(DefaultWeb),
+		Modern:             ptr(DefaultModern),
+		ChildProtocol:      ptr(bridge.ChildProtocolAuto),
+		InputTTL:           ptr(bridge.DefaultInputTTL),
+		MaxParked:          ptr(bridge.DefaultMaxParked),
+		LogFormat:          ptr(DefaultLogFormat),
+		LogLevel:           ptr(DefaultLogLevel),
 	}
 }
 

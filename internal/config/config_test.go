@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bufio"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,40 +18,41 @@ import (
 	"github.com/mcp-bridge/mcp-bridge/stdio"
 )
 
-// TestDefaults pins the defaults README documents, and checks that each
+// TestDefaults pins the defaults docs/options.md documents, and checks that each
 // is the default of the package that interprets the setting.
 func TestDefaults(t *testing.T) {
 	got := Defaults()
 	want := Config{
-		Host:            ptr("127.0.0.1"),
-		Port:            ptr(8080),
-		Path:            ptr("/mcp"),
-		ResponseMode:    ptr("auto"),
-		Mode:            ptr("per-session"),
-		SpawnQueue:      ptr(64),
-		SSEDelay:        ptr(50 * time.Millisecond),
-		MaxBodyBytes:    ptr[int64](4 << 20),
-		MaxMessageBytes: ptr(16 << 20),
-		MaxSessions:     ptr(1000),
-		IdleTimeout:     ptr(30 * time.Minute),
-		RequestTimeout:  ptr(5 * time.Minute),
-		InitTimeout:     ptr(30 * time.Second),
-		QueueLimit:      ptr(1024),
-		EventLogEvents:  ptr(4096),
-		EventLogBytes:   ptr(4 << 20),
-		StopGrace:       ptr(2 * time.Second),
-		Containment:     ptr("auto"),
-		ShutdownTimeout: ptr(10 * time.Second),
-		ReadTimeout:     ptr(30 * time.Second),
-		KeepAlive:       ptr(15 * time.Second),
-		LegacySSE:       ptr(true),
-		Web:             ptr(true),
-		Modern:          ptr(true),
-		ChildProtocol:   ptr("auto"),
-		InputTTL:        ptr(10 * time.Minute),
-		MaxParked:       ptr(16),
-		LogFormat:       ptr("text"),
-		LogLevel:        ptr("info"),
+		Host:               ptr("127.0.0.1"),
+		Port:               ptr(8080),
+		Path:               ptr("/mcp"),
+		ResponseMode:       ptr("auto"),
+		Mode:               ptr("per-session"),
+		SpawnQueue:         ptr(64),
+		SSEDelay:           ptr(50 * time.Millisecond),
+		MaxBodyBytes:       ptr[int64](4 << 20),
+		MaxMessageBytes:    ptr(16 << 20),
+		MaxSessions:        ptr(1000),
+		IdleTimeout:        ptr(30 * time.Minute),
+		UnreachableTimeout: ptr(time.Minute),
+		RequestTimeout:     ptr(5 * time.Minute),
+		InitTimeout:        ptr(30 * time.Second),
+		QueueLimit:         ptr(1024),
+		EventLogEvents:     ptr(4096),
+		EventLogBytes:      ptr(4 << 20),
+		StopGrace:          ptr(2 * time.Second),
+		Containment:        ptr("auto"),
+		ShutdownTimeout:    ptr(10 * time.Second),
+		ReadTimeout:        ptr(30 * time.Second),
+		KeepAlive:          ptr(15 * time.Second),
+		LegacySSE:          ptr(true),
+		Web:                ptr(true),
+		Modern:             ptr(true),
+		ChildProtocol:      ptr("auto"),
+		InputTTL:           ptr(10 * time.Minute),
+		MaxParked:          ptr(16),
+		LogFormat:          ptr("text"),
+		LogLevel:           ptr("info"),
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("defaults:\n got %s\nwant %s", show(got), show(want))
@@ -234,6 +234,16 @@ func TestLoadErrors(t *testing.T) {
 		{"an unknown flag", nil, []string{"--nope=" + secret}, "unknown flag --nope; run mcp-bridge --help for the flags"},
 		{"an unknown flag that is no name", nil, []string{"--" + secret}, "unknown flag; run mcp-bridge --help for the flags"},
 		{"a flag without its value", nil, []string{"--port"}, "--port needs a value; run mcp-bridge --help for the flags"},
+		{"a flag without its value, one dash", nil, []string{"-port"}, "-port needs a value; run mcp-bridge --help for the flags"},
+		// The hints a person needs: the flag as they wrote it, and the one
+		// they most likely meant.
+		{"a one-letter flag", nil, []string{"-p", "9000"}, "unknown flag -p (did you mean --port?); run mcp-bridge --help"},
+		{"a one-letter flag with =", nil, []string{"-p=9000"}, "unknown flag -p (did you mean --port?)"},
+		{"-c", nil, []string{"-c", "servers.json"}, "unknown flag -c (did you mean --config?)"},
+		{"-v", nil, []string{"-v"}, "unknown flag -v (did you mean --version?)"},
+		{"--token", nil, []string{"--token", secret}, "unknown flag --token (did you mean --token-env?); run mcp-bridge --help"},
+		{"a typo", nil, []string{"--tokne-env", "X"}, "unknown flag --tokne-env (did you mean --token-env?)"},
+		{"a word after --", nil, []string{"--", "-p"}, ""},
 		{"a word before --", nil, []string{"npx", secret}, `"npx" is not a flag: the MCP server's command goes after --`},
 		{"a value after a true/false flag", nil, []string{"--web", secret}, "--web takes no separate value: a true/false flag takes it after =, as in --web=false"},
 		{"a rule", nil, []string{"--token-env", secret + "-x"}, "invalid --token-env / MCP_BRIDGE_TOKEN_ENVS: not a valid variable name"},
@@ -241,6 +251,12 @@ func TestLoadErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Load(tt.args, tt.env, io.Discard)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("err %v, want none", err)
+				}
+				return
+			}
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err %v, want %q", err, tt.want)
 			}
@@ -263,7 +279,7 @@ func TestLoadErrors(t *testing.T) {
 }
 
 // TestGroups: every flag belongs to one of Groups, so that --help and
-// README can be grouped by topic.
+// docs/options.md can be grouped by topic.
 func TestGroups(t *testing.T) {
 	known := map[string]bool{}
 	for _, g := range Groups {
@@ -286,23 +302,30 @@ func TestGroups(t *testing.T) {
 	}
 }
 
-// TestREADME holds README's Options table to Config: a row for every
-// flag, naming its variable, and its Default the one the bridge has.
-func TestREADME(t *testing.T) {
-	f, err := os.Open("../../README.md")
+// update rewrites the files the tests generate (docs/options.md).
+var update = flag.Bool("update", false, "rewrite docs/options.md from the flag definitions")
+
+// TestOptionsDoc holds docs/options.md to the flag definitions it is
+// generated from: a row for every flag, naming its variable, its default
+// (the one the bridge has, Defaults) and its help. It fails when the file
+// is stale; -update rewrites it.
+func TestOptionsDoc(t *testing.T) {
+	const file = "../../docs/options.md"
+	var b strings.Builder
+	WriteOptionsDoc(&b)
+	if *update {
+		if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	row := regexp.MustCompile("^\\| `--([a-z-]+)[^`]*` \\| `([A-Z_]+)` \\| ([^|]*) \\|")
-	literal := regexp.MustCompile("^`([^`]*)`( \\(.*\\))?$")
-	rows := map[string][2]string{} // flag -> variable, default
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if m := row.FindStringSubmatch(sc.Text()); m != nil {
-			rows[m[1]] = [2]string{m[2], strings.TrimSpace(m[3])}
-		}
+	if string(got) != b.String() {
+		t.Fatalf("%s is stale: run go test ./internal/config -run TestOptionsDoc -update", file)
 	}
+	// Each flag's row, and its default as the flag parses it.
 	def := Defaults()
 	ct := reflect.TypeFor[Config]()
 	for i := range ct.NumField() {
@@ -311,35 +334,27 @@ func TestREADME(t *testing.T) {
 		if name == "" || name == "-" {
 			continue
 		}
-		r, ok := rows[name]
+		row := regexp.MustCompile("(?m)^\\| `--" + regexp.QuoteMeta(name) + "[^`]*` \\| `" + EnvPrefix + f.Tag.Get("env") + "` \\| ([^|]*) \\|")
+		m := row.FindStringSubmatch(string(got))
+		if m == nil {
+			t.Errorf("docs/options.md has no row for --%s", name)
+			continue
+		}
+		lit, ok := strings.CutPrefix(strings.TrimSpace(m[1]), "`")
 		if !ok {
-			t.Errorf("README's Options table has no row for --%s", name)
-			continue
+			continue // none
 		}
-		if want := EnvPrefix + f.Tag.Get("env"); r[0] != want {
-			t.Errorf("README: --%s is read from %s, not %s", name, want, r[0])
-		}
-		m := literal.FindStringSubmatch(r[1])
-		if m == nil || strings.HasPrefix(m[1], "--") {
-			continue // a default in words ("none", "sse next to --path"), or another flag's
-		}
-		// README's default, parsed as the flag parses it, must be the
-		// default the bridge runs with.
-		var fromREADME Config
+		var fromDoc Config
 		fs := flag.NewFlagSet("", flag.ContinueOnError)
-		var failed string
-		bindFlags(fs, &fromREADME, &failed)
-		if err := fs.Set(name, m[1]); err != nil {
-			t.Errorf("README: --%s default %q does not parse: %v", name, m[1], err)
+		bindFlags(fs, &fromDoc, nil)
+		if err := fs.Set(name, strings.TrimSuffix(lit, "`")); err != nil {
+			t.Errorf("docs/options.md: --%s default %s does not parse: %v", name, m[1], err)
 			continue
 		}
-		got := reflect.ValueOf(fromREADME.withDefaults()).Field(i)
+		got := reflect.ValueOf(fromDoc.withDefaults()).Field(i)
 		if want := reflect.ValueOf(def).Field(i); !reflect.DeepEqual(got.Interface(), want.Interface()) {
-			t.Errorf("README: --%s default %s, but the bridge's is %v", name, r[1], reflect.Indirect(want))
+			t.Errorf("docs/options.md: --%s default %s, but the bridge's is %v", name, m[1], reflect.Indirect(want))
 		}
-	}
-	if len(rows) < 10 {
-		t.Fatalf("found %d rows of the Options table in README: has its format changed?", len(rows))
 	}
 }
 
@@ -366,7 +381,10 @@ func TestDescribe(t *testing.T) {
 }
 
 // TestHelp: --help opens with the usage and two examples, then lists every
-// flag once, GNU-style, under its group's title, with its variable.
+// flag once, GNU-style, under its group's title, with its variable; the
+// common flags come first, and every value has a placeholder that says
+// what it is (FILE, NAME, URL, SUBJECT=GLOB), never the flag package's
+// "string" or "value".
 func TestHelp(t *testing.T) {
 	var b strings.Builder
 	PrintUsage(&b)
@@ -378,20 +396,35 @@ func TestHelp(t *testing.T) {
 	}
 	group := "" // the title the flag's line comes under
 	seen := map[string]string{}
+	var order []string // the flags, as listed
 	titles := map[string]string{}
 	for _, g := range Groups {
 		titles[g.Title+":"] = g.Name
 	}
+	synopsis := map[string]string{}
 	for _, line := range strings.Split(out, "\n") {
 		if g, ok := titles[line]; ok {
 			group = g
 		}
 		if name, ok := strings.CutPrefix(line, "  --"); ok {
-			name, _, _ = strings.Cut(name, " ")
+			name, meta, _ := strings.Cut(name, " ")
 			if _, dup := seen[name]; dup {
 				t.Errorf("--%s is listed twice", name)
 			}
 			seen[name] = group
+			order = append(order, name)
+			synopsis[name] = meta
+			if meta != "" && (meta != strings.ToUpper(meta) || slices.Contains([]string{"STRING", "VALUE", "INT", "INT64", "FLOAT"}, meta)) {
+				t.Errorf("--%s %s: want a placeholder that says what the value is", name, meta)
+			}
+		}
+	}
+	if !slices.Equal(order[:len(CommonFlags)], CommonFlags) {
+		t.Errorf("the flags open with %q, want the common ones %q", order[:len(CommonFlags)], CommonFlags)
+	}
+	for name, want := range map[string]string{"config": "FILE", "token-env": "NAME", "jwks-url": "URL", "tool-allow": "SUBJECT=GLOB", "port": "N", "web": "", "env": "K=V"} {
+		if synopsis[name] != want {
+			t.Errorf("--%s %s, want --%s %s", name, synopsis[name], name, want)
 		}
 	}
 	ct := reflect.TypeFor[Config]()

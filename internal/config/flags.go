@@ -14,6 +14,7 @@ import (
 	"io"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -25,7 +26,9 @@ var ErrVersion = errors.New("version requested")
 // parseFlags sets cfg from args, over what the environment gave it: the
 // flags, then the command after --. Any other word before -- is refused
 // (a command given without -- used to become the command, so that
-// "mcp-bridge version" served a program named version).
+// "mcp-bridge version" served a program named version). --help prints
+// the usage to usage: the caller's stdout, since help that was asked for
+// is output, as GNU tools have it (mcp-bridge --help | grep token).
 func parseFlags(cfg *Config, args []string, usage io.Writer) error {
 	fs := flag.NewFlagSet("mcp-bridge", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -38,7 +41,7 @@ func parseFlags(cfg *Config, args []string, usage io.Writer) error {
 			PrintUsage(usage)
 			return err
 		}
-		return flagError(err, failed)
+		return flagError(err, failed, args)
 	}
 	if *version {
 		return ErrVersion
@@ -186,8 +189,10 @@ const helpHint = "; run mcp-bridge --help for the flags"
 var flagNameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
 
 // flagError rewrites an error of the flag package without the value it
-// quotes. failed is the field whose value did not parse, if that was it.
-func flagError(err error, failed string) error {
+// quotes. failed is the field whose value did not parse, if that was it;
+// args are the arguments, to name a flag as the user wrote it (-p, not
+// --p).
+func flagError(err error, failed string, args []string) error {
 	if failed != "" {
 		f, _ := reflect.TypeFor[Config]().FieldByName(failed)
 		return fmt.Errorf("invalid %s: cannot parse it as %s", describe(failed), kindOf(f.Type))
@@ -195,14 +200,102 @@ func flagError(err error, failed string) error {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
 		if flagNameRE.MatchString(name) {
-			return fmt.Errorf("unknown flag --%s%s", name, helpHint)
+			hint := ""
+			if s := suggestFlag(name); s != "" {
+				hint = " (did you mean --" + s + "?)"
+			}
+			return fmt.Errorf("unknown flag %s%s%s", asWritten(name, args), hint, helpHint)
 		}
 		return errors.New("unknown flag" + helpHint)
 	}
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok && flagNameRE.MatchString(name) {
-		return fmt.Errorf("--%s needs a value%s", name, helpHint)
+		return fmt.Errorf("%s needs a value%s", asWritten(name, args), helpHint)
 	}
 	return errors.New("bad flag syntax" + helpHint)
+}
+
+// asWritten is the flag name as args spell it, with one dash or two (the
+// flag package takes both, and reports one); two when it is not found.
+func asWritten(name string, args []string) string {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		for _, dashes := range []string{"-", "--"} {
+			if a == dashes+name || strings.HasPrefix(a, dashes+name+"=") {
+				return dashes + name
+			}
+		}
+	}
+	return "--" + name
+}
+
+// suggestFlag is the flag an unknown one was most likely meant to be, or
+// "": one that begins with it (--token: --token-env), one at most two
+// edits away (--tokne-env; one for a name of four letters or fewer), or, for one letter, the common flag it
+// begins (-p: --port), as other tools' one-letter flags would have it.
+func suggestFlag(name string) string {
+	var names []string
+	t := reflect.TypeFor[Config]()
+	for i := range t.NumField() {
+		if n := t.Field(i).Tag.Get("flag"); n != "" && n != "-" {
+			names = append(names, n)
+		}
+	}
+	names = append(names, "version", "help")
+	if len(name) == 1 {
+		for _, f := range CommonFlags {
+			if f[0] == name[0] {
+				return f
+			}
+		}
+		// Else the one flag it begins, if only one does (-v: --version).
+		var begun []string
+		for _, n := range names {
+			if n[0] == name[0] {
+				begun = append(begun, n)
+			}
+		}
+		if len(begun) == 1 {
+			return begun[0]
+		}
+		return ""
+	}
+	// Two edits make a short name another word (--nope is not --mode).
+	best, bestDist := "", 3
+	if len(name) <= 4 {
+		bestDist = 2
+	}
+	for _, n := range names {
+		if len(name) >= 3 && strings.HasPrefix(n, name) {
+			return n
+		}
+		if d := editDistance(name, n); d < bestDist {
+			best, bestDist = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // strayWord refuses a word before -- (after the flags in before): the
@@ -218,25 +311,23 @@ func strayWord(fs *flag.FlagSet, before []string, word string) error {
 		}
 	}
 	return fmt.Errorf("%q is not a flag: the MCP server's command goes after --, as in mcp-bridge [flags] -- %s [args...] "+
-		"(subcommands, given alone: mcp-bridge version, mcp-bridge demo-server)", word, word)
+		"(subcommands, given alone: mcp-bridge help, mcp-bridge version, mcp-bridge demo-server)", word, word)
 }
 
 // PrintUsage prints the usage, two examples, and every flag grouped by
-// topic (Groups), GNU-style as the README writes them, each with its
-// variable and the default the bridge has without any MCP_BRIDGE_*
-// variable (Defaults): the environment's values (an --env K=V among them)
-// are never shown.
+// topic (Groups), the common ones first, GNU-style, each with its
+// placeholder (meta: FILE, NAME, URL, ...), its variable and the default
+// the bridge has without any MCP_BRIDGE_* variable (Defaults): the
+// environment's values (an --env K=V among them) are never shown.
 func PrintUsage(w io.Writer) {
-	def := Defaults()
-	fs := flag.NewFlagSet("mcp-bridge", flag.ContinueOnError)
-	bindFlags(fs, &def, nil)
 	fmt.Fprint(w, `Usage: mcp-bridge [flags] [-- command [args...]]
-       mcp-bridge version
-       mcp-bridge demo-server
+       mcp-bridge [flags] --config FILE
+       mcp-bridge help | version | demo-server | conformance-server
 
 Serves a stdio MCP server over Streamable HTTP (and the legacy HTTP+SSE
 transport), to MCP 2025 sessions and stateless 2026-07-28 clients alike.
-Without a command it serves the built-in demo server.
+Without a command it serves the built-in demo server. The server's
+command goes after --, each argument a word of its own, with no shell.
 
 Examples:
   mcp-bridge -- npx -y @modelcontextprotocol/server-everything
@@ -244,16 +335,11 @@ Examples:
 
 Every flag can also be set with its variable (flags win).
 `)
-	t := reflect.TypeFor[Config]()
 	for _, g := range Groups {
 		fmt.Fprintf(w, "\n%s:\n", g.Title)
-		for i := range t.NumField() {
-			f := t.Field(i)
-			name := f.Tag.Get("flag")
-			if f.Tag.Get("group") != g.Name || name == "" || name == "-" {
-				continue
-			}
-			printFlag(w, fs.Lookup(name), f.Tag.Get("help"), EnvPrefix+f.Tag.Get("env"))
+		for _, f := range GroupFlags(g.Name) {
+			fmt.Fprintf(w, "  %s\n", f.Synopsis())
+			fmt.Fprint(w, wrap(f.Help+" ("+f.tail()+")", "      ", 78))
 		}
 		if g.Name == "log" {
 			fmt.Fprint(w, "  --version\n      print the version, commit and Go version, and exit (also: mcp-bridge version)\n")
@@ -261,23 +347,66 @@ Every flag can also be set with its variable (flags win).
 	}
 }
 
-// printFlag prints one flag of PrintUsage: its name and the kind of value
-// it takes, then its help, variable and default, wrapped.
-func printFlag(w io.Writer, f *flag.Flag, help, env string) {
-	kind, _ := flag.UnquoteUsage(f)
-	if isBool(f.Value) {
-		kind = ""
+// FlagDoc is one flag as --help and docs/options.md present it.
+type FlagDoc struct {
+	Name    string // without dashes: "token-env"
+	Meta    string // the placeholder of its value ("NAME"); "" for a true/false flag
+	Env     string // its variable: "MCP_BRIDGE_TOKEN_ENVS"
+	Default string // the default as the flag prints it; "" when it has none worth showing
+	Zero    string // the default when it is a zero value (false, 0, 0s); "" otherwise
+	Help    string
+	Bool    bool
+}
+
+// Synopsis is the flag as it is typed: --token-env NAME.
+func (f FlagDoc) Synopsis() string {
+	if f.Meta == "" {
+		return "--" + f.Name
 	}
-	line := "  --" + f.Name
-	if kind != "" {
-		line += " " + strings.ToUpper(kind)
+	return "--" + f.Name + " " + f.Meta
+}
+
+func (f FlagDoc) tail() string {
+	if f.Default != "" {
+		return "default " + f.Default + "; env " + f.Env
 	}
-	fmt.Fprintln(w, line)
-	tail := "env " + env
-	if d := f.DefValue; d != "" && d != "[]" && d != "0" && d != "false" && d != "0s" {
-		tail = "default " + d + "; " + tail
+	return "env " + f.Env
+}
+
+// GroupFlags are the flags of the group, in the order --help lists them:
+// the common ones in CommonFlags' order, the others in Config's.
+func GroupFlags(group string) []FlagDoc {
+	def := Defaults()
+	fs := flag.NewFlagSet("mcp-bridge", flag.ContinueOnError)
+	bindFlags(fs, &def, nil)
+	var out []FlagDoc
+	t := reflect.TypeFor[Config]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name := f.Tag.Get("flag")
+		if f.Tag.Get("group") != group || name == "" || name == "-" {
+			continue
+		}
+		fl := fs.Lookup(name)
+		d := FlagDoc{Name: name, Meta: f.Tag.Get("meta"), Env: EnvPrefix + f.Tag.Get("env"), Help: f.Tag.Get("help"), Bool: isBool(fl.Value)}
+		if d.Bool {
+			d.Meta = ""
+		}
+		switch v := fl.DefValue; v {
+		case "", "[]":
+		case "0", "false", "0s":
+			d.Zero = v
+		default:
+			d.Default = v
+		}
+		out = append(out, d)
 	}
-	fmt.Fprint(w, wrap(help+" ("+tail+")", "      ", 78))
+	if group == "common" {
+		slices.SortStableFunc(out, func(a, b FlagDoc) int {
+			return slices.Index(CommonFlags, a.Name) - slices.Index(CommonFlags, b.Name)
+		})
+	}
+	return out
 }
 
 // wrap breaks text into lines of at most width columns, each starting

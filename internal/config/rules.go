@@ -49,7 +49,7 @@ var rules = []rule{
 	{"mode", oneOf("Mode", "want per-session, shared or per-identity", bridge.ModePerSession, bridge.ModeShared, bridge.ModePerIdentity)},
 	{"claim-env", checkClaimEnv},
 	{"claim-env needs a process per principal", checkClaimEnvMode},
-	{"timeouts that 0 turns off", notNegative("must not be negative (0 turns it off)", "SSEMaxDuration", "RequestTimeout", "InitTimeout")},
+	{"timeouts that 0 turns off", notNegative("must not be negative (0 turns it off)", "SSEMaxDuration", "RequestTimeout", "InitTimeout", "UnreachableTimeout")},
 	{"response-mode", oneOf("ResponseMode", "want auto, sse or json", httpapi.ModeAuto, httpapi.ModeSSE, httpapi.ModeJSON)},
 	{"log-format", oneOf("LogFormat", "want text or json", "text", "json")},
 	{"log-level", checkLogLevel},

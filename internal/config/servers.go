@@ -1,8 +1,8 @@
 package config
 
 // --config: several MCP servers from one file, in the "mcpServers" format
-// MCP clients already use, each served at /servers/NAME/mcp (README
-// "Several servers"). This file reads and checks the file, resolves each
+// MCP clients already use, each served at /servers/NAME/mcp
+// (docs/several-servers.md). This file reads and checks the file, resolves each
 // server against the flags, and turns it into the settings of its bridge
 // and endpoint (Mount); httpapi.Mounts serves them, and cmd/mcp-bridge
 // swaps them on SIGHUP.
@@ -105,12 +105,12 @@ func (fe *fileErrors) add(server, field, format string, a ...any) {
 }
 
 // LoadServers reads the --config file and resolves its servers
-// (ParseServers). The file is named in errors only once it is read:
-// until then it is only a setting's value.
+// (ParseServers). A file that cannot be read is named when its name is
+// a file's (fileNamed): else it may be a secret given in its place.
 func (c *Config) LoadServers(environ []string) ([]ServerSpec, error) {
 	data, err := os.ReadFile(c.ConfigFile)
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot read the file: %w", describe("ConfigFile"), pathless(err))
+		return nil, fmt.Errorf("%s: cannot read %s: %w", describe("ConfigFile"), fileNamed(c.ConfigFile), pathless(err))
 	}
 	return ParseServers(c.ConfigFile, data, c, environ)
 }
@@ -503,7 +503,7 @@ func decodeError(err error) (field, msg string) {
 		return field, "want " + jsonKind(field)
 	}
 	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return strings.Trim(f, `"`), "unknown field (see README \"Several servers\" for the fields)"
+		return strings.Trim(f, `"`), "unknown field (see docs/several-servers.md for the fields)"
 	}
 	return "", "not a valid server entry"
 }

@@ -1,22 +1,28 @@
-// Package demo owns the built-in demo MCP server: the child that mcp-bridge
-// spawns as `mcp-bridge demo-server` when it is started without a command.
+// Package demo owns the built-in demo MCP servers: the child that
+// mcp-bridge spawns as `mcp-bridge demo-server` when it is started without
+// a command, and `mcp-bridge conformance-server`, which the tests run.
 //
-// The server exercises every feature the bridge must carry: tools that
-// answer at once, tools that stream progress and log messages, tools that
-// call back into the client (sampling, elicitation, roots), static and
-// templated resources with subscriptions, prompts, completion and logging.
-// It also implements every server fixture of the official conformance suite
-// (@modelcontextprotocol/conformance: 0.1.16, and 0.2.0-alpha.12 for
-// 2025-11-25 and 2026-07-28), so that running the suite through the bridge
-// grades the bridge, not the child.
+// The demo (NewServer) is what a person meets first, in the web page's
+// console or a client's tool list: a handful of things to try, each showing
+// one thing the bridge carries: echo, a slow call that reports progress, an
+// elicitation, sampling, a resource and a prompt.
 //
-// It speaks both eras of MCP, as the go-sdk does: a 2025 client initializes
-// a session and gets sampling, elicitation and roots as requests of their
-// own; a 2026-07-28 client sends its version and capabilities in each
-// request's _meta, and gets them as input requests in an input_required
-// result (SEP-2322), which its retry answers. A process takes the era of its
-// first message. Either way, a tool never asks a client for what the client
-// did not declare: it fails with -32021 instead.
+// The conformance server (NewConformanceServer) exercises every feature the
+// bridge must carry: tools that answer at once, tools that stream progress
+// and log messages, tools that call back into the client (sampling,
+// elicitation, roots), static and templated resources with subscriptions,
+// prompts, completion and logging. It implements every server fixture of
+// the official conformance suite (@modelcontextprotocol/conformance: 0.1.16,
+// and 0.2.0-alpha.12 for 2025-11-25 and 2026-07-28), so that running the
+// suite through the bridge grades the bridge, not the child.
+//
+// Both speak both eras of MCP, as the go-sdk does: a 2025 client
+// initializes a session and gets sampling, elicitation and roots as
+// requests of their own; a 2026-07-28 client sends its version and
+// capabilities in each request's _meta, and gets them as input requests in
+// an input_required result (SEP-2322), which its retry answers. A process
+// takes the era of its first message. Either way, a tool never asks a
+// client for what the client did not declare: it fails with -32021 instead.
 package demo
 
 import (
@@ -30,17 +36,34 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// NewServer returns the demo server with all its tools, resources and
-// prompts registered. Each call returns an independent server, with its own
-// resource revisions and subscriptions.
+// implementation names both servers: the same program, two sets.
+var implementation = &mcp.Implementation{
+	Name:    "mcp-bridge-demo",
+	Title:   "mcp-bridge demo server",
+	Version: "1.0.0",
+}
+
+// NewServer returns the demo: four tools (echo, slow, elicit, sample), a
+// resource and a prompt. Each call returns an independent server.
 func NewServer() *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{
-		Name:    "mcp-bridge-demo",
-		Title:   "mcp-bridge demo server",
-		Version: "1.0.0",
-	}, &mcp.ServerOptions{
-		Instructions: "Demo server of mcp-bridge. Try echo, add, slow (with a progress token), " +
-			"sample, elicit, and subscribe to " + watchedURI + " before calling touch_resource.",
+	srv := mcp.NewServer(implementation, &mcp.ServerOptions{
+		Instructions: "Demo server of mcp-bridge. Try echo; slow, which reports its progress; elicit, which asks you " +
+			"a question; sample, which asks your client's model; read " + aboutURI + "; and the greet prompt.",
+	})
+	addDemoTools(srv)
+	addAbout(srv)
+	addGreet(srv)
+	return srv
+}
+
+// NewConformanceServer returns the conformance server: the demo's tools
+// and more, and every fixture of the conformance suite's server scenarios,
+// with its resources, prompts and completion. Each call returns an
+// independent server, with its own resource revisions and subscriptions.
+func NewConformanceServer() *mcp.Server {
+	srv := mcp.NewServer(implementation, &mcp.ServerOptions{
+		Instructions: "Conformance server of mcp-bridge: the demo's tools and the fixtures of the conformance suite. " +
+			"Subscribe to " + watchedURI + " before calling touch_resource.",
 		CompletionHandler: complete,
 		// The SDK records subscriptions itself and only needs these hooks to
 		// advertise resources.subscribe and accept (un)subscribe requests.
@@ -48,17 +71,19 @@ func NewServer() *mcp.Server {
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
 	w := &watched{srv: srv}
-	addTools(srv, w)
+	addDemoTools(srv)
+	addFixtureTools(srv, w)
 	addResources(srv, w)
 	addPrompts(srv)
 	return srv
 }
 
-// Run serves NewServer over stdin and stdout until the client closes stdin
-// or ctx ends. Both are the ordinary ways for the bridge to stop its child,
-// so neither is reported as an error.
-func Run(ctx context.Context) error {
-	err := NewServer().Run(ctx, &mcp.StdioTransport{})
+// Run serves srv (NewServer or NewConformanceServer) over stdin and
+// stdout until the client closes stdin or ctx ends. Both are the ordinary
+// ways for the bridge to stop its child, so neither is reported as an
+// error.
+func Run(ctx context.Context, srv *mcp.Server) error {
+	err := srv.Run(ctx, &mcp.StdioTransport{})
 	if err == nil || ctx.Err() != nil {
 		return nil
 	}

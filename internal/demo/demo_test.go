@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,13 +19,18 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// childEnv, when set, turns the test binary into the demo server over stdio,
-// so that TestRun can spawn it the way the bridge does.
+// childEnv, when set, turns the test binary into a demo server over stdio,
+// so that the tests can spawn it the way the bridge does: "1" the demo,
+// "conformance" the conformance server.
 const childEnv = "MCP_BRIDGE_DEMO_CHILD"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "1" {
-		if err := Run(context.Background()); err != nil {
+	if v := os.Getenv(childEnv); v != "" {
+		srv := NewServer()
+		if v == "conformance" {
+			srv = NewConformanceServer()
+		}
+		if err := Run(context.Background(), srv); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -65,7 +71,8 @@ func TestRun(t *testing.T) {
 // and subscriptions as subscriptions/listen (SEP-2575).
 var protocolVersions = []string{"2025-11-25", "2026-07-28"}
 
-// peer is a real SDK client connected to NewServer in memory. Its handlers
+// peer is a real SDK client connected to a server in memory (by default
+// NewConformanceServer). Its handlers
 // forward what the server sends to buffered channels, which tests drain.
 type peer struct {
 	session  *mcp.ClientSession
@@ -92,6 +99,12 @@ var elicitReplies = map[string]*mcp.ElicitResult{
 var clientRoot = &mcp.Root{URI: "file:///work", Name: "work"}
 
 func connect(t *testing.T, version string) *peer {
+	t.Helper()
+	return connectTo(t, version, NewConformanceServer())
+}
+
+// connectTo is connect to srv.
+func connectTo(t *testing.T, version string, srv *mcp.Server) *peer {
 	t.Helper()
 	p := &peer{
 		progress: make(chan *mcp.ProgressNotificationParams, 100),
@@ -127,7 +140,7 @@ func connect(t *testing.T, version string) *peer {
 	})
 	client.AddRoots(clientRoot)
 	serverT, clientT := mcp.NewInMemoryTransports()
-	ss, err := NewServer().Connect(t.Context(), serverT, nil)
+	ss, err := srv.Connect(t.Context(), serverT, nil)
 	if err != nil {
 		t.Fatalf("server connect: %v", err)
 	}
@@ -167,6 +180,71 @@ func textOf(res *mcp.CallToolResult) string {
 	return ""
 }
 
+// TestDemo: the demo a person meets first holds a handful of things to
+// try, each of which works in both eras: echo, slow with its progress, an
+// elicitation, sampling, a resource and a prompt; none of the conformance
+// fixtures.
+func TestDemo(t *testing.T) {
+	for _, version := range protocolVersions {
+		t.Run(version, func(t *testing.T) {
+			p := connectTo(t, version, NewServer())
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			got := map[string][]string{}
+			for tool, err := range p.session.Tools(ctx, nil) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				got["tools"] = append(got["tools"], tool.Name)
+			}
+			for r, err := range p.session.Resources(ctx, nil) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				got["resources"] = append(got["resources"], r.URI)
+			}
+			for pr, err := range p.session.Prompts(ctx, nil) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				got["prompts"] = append(got["prompts"], pr.Name)
+			}
+			for kind, want := range map[string][]string{
+				"tools":     {"echo", "elicit", "sample", "slow"},
+				"resources": {"demo://about"},
+				"prompts":   {"greet"},
+			} {
+				slices.Sort(got[kind])
+				if !slices.Equal(got[kind], want) {
+					t.Errorf("%s = %q, want %q", kind, got[kind], want)
+				}
+			}
+			res, err := p.session.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}})
+			if err != nil || textOf(res) != "hi" {
+				t.Errorf("echo: %v %v", res, err)
+			}
+			testSlow(ctx, t, p, version)
+			res, err = p.session.CallTool(ctx, &mcp.CallToolParams{Name: "sample", Arguments: map[string]any{"prompt": "what is 6*7?"}})
+			if err != nil || textOf(res) != "LLM response: echo: what is 6*7?" {
+				t.Errorf("sample: %v %v", res, err)
+			}
+			res, err = p.session.CallTool(ctx, &mcp.CallToolParams{Name: "elicit", Arguments: map[string]any{"message": "Who are you?"}})
+			if err != nil || !strings.Contains(textOf(res), `"username":"ada"`) {
+				t.Errorf("elicit: %v %v", res, err)
+			}
+			about, err := p.session.ReadResource(ctx, &mcp.ReadResourceParams{URI: "demo://about"})
+			if err != nil || len(about.Contents) != 1 || !strings.Contains(about.Contents[0].Text, "# mcp-bridge demo server") {
+				t.Errorf("demo://about: %v %v", about, err)
+			}
+			greet, err := p.session.GetPrompt(ctx, &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"name": "Ada"}})
+			if err != nil || len(greet.Messages) != 1 || !strings.Contains(greet.Messages[0].Content.(*mcp.TextContent).Text, "greeting for Ada") {
+				t.Errorf("greet: %v %v", greet, err)
+			}
+		})
+	}
+}
+
+// TestServer: the conformance server, every tool, resource and prompt.
 func TestServer(t *testing.T) {
 	for _, version := range protocolVersions {
 		t.Run(version, func(t *testing.T) {
@@ -537,7 +615,7 @@ var allowedWarnings = []string{
 }
 
 // TestConformance runs every server scenario of the official conformance
-// suite against NewServer, served over Streamable HTTP by the SDK.
+// suite against NewConformanceServer, served over Streamable HTTP by the SDK.
 func TestConformance(t *testing.T) {
 	testpeers.NodeModules(t) // skips before a server is started for nothing
 
@@ -547,7 +625,7 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	server := NewServer()
+	server := NewConformanceServer()
 	srv := &httptest.Server{
 		Listener: ln,
 		Config: &http.Server{Handler: mcp.NewStreamableHTTPHandler(

@@ -21,7 +21,7 @@ import (
 
 // TestConformance2026 runs the 37 scored scenarios of the conformance suite
 // for MCP 2026-07-28 (0.2.0-alpha.12, --requirements 2026-07-28) against
-// NewServer served natively: go-sdk's stateless Streamable HTTP handler, no
+// NewConformanceServer served natively: go-sdk's stateless Streamable HTTP handler, no
 // bridge. It grades the demo's fixtures and its answers to 2026-07-28
 // requests, which the bridge passes through to its demo child; the bridge's
 // own transport is graded by its tests. No warning is allowed.
@@ -32,7 +32,7 @@ import (
 // scenarios, which the demo does not implement, are only logged.
 func TestConformance2026(t *testing.T) {
 	testpeers.NodeModules(t) // skips before a server is started for nothing
-	url := serveStateless(t, NewServer())
+	url := serveStateless(t, NewConformanceServer())
 	testpeers.Conformance{
 		Requirements: "2026-07-28",
 		AlsoGrade:    []string{"json-schema-2020-12", "http-header-validation", "http-custom-header-server-validation"},
@@ -129,7 +129,7 @@ func TestUndeclaredCapabilities(t *testing.T) {
 			client := mcp.NewClient(&mcp.Implementation{Name: "demo-test", Version: "0.0.1"},
 				&mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 			serverT, clientT := mcp.NewInMemoryTransports()
-			ss, err := NewServer().Connect(t.Context(), serverT, nil)
+			ss, err := NewConformanceServer().Connect(t.Context(), serverT, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -279,7 +279,7 @@ func TestRequestState(t *testing.T) {
 // declares no capability and counts the requests it receives: there must be
 // none, and every call must either succeed or fail with -32021 (a
 // 2026-07-28 client would fail on an input_required result it cannot
-// fulfil). This is the README's promise that no tool asks a client for what
+// fulfil). This is docs/demo.md's promise that no tool asks a client for what
 // it did not declare.
 func TestNeverAsksUndeclared(t *testing.T) {
 	args := map[string]map[string]any{
@@ -311,7 +311,7 @@ func TestNeverAsksUndeclared(t *testing.T) {
 				}
 			})
 			serverT, clientT := mcp.NewInMemoryTransports()
-			ss, err := NewServer().Connect(t.Context(), serverT, nil)
+			ss, err := NewConformanceServer().Connect(t.Context(), serverT, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,6 +18,41 @@ const (
 	templateURI     = "test://template/{id}/data"
 )
 
+// aboutURI is the demo's one resource.
+const aboutURI = "demo://about"
+
+// addAbout adds the demo's resource: what the demo is, in words.
+func addAbout(srv *mcp.Server) {
+	srv.AddResource(&mcp.Resource{
+		URI: aboutURI, Name: "about", Title: "About this demo", MIMEType: "text/markdown",
+		Description: "What this demo server is, and what to try.",
+	}, static(mcp.ResourceContents{URI: aboutURI, MIMEType: "text/markdown", Text: aboutText}))
+}
+
+const aboutText = `# mcp-bridge demo server
+
+A stdio MCP server that mcp-bridge runs when it is given no command of its own: each
+session gets a process of it, spoken to over stdin and stdout, served over HTTP.
+
+- **echo** returns its message.
+- **slow** takes a while and reports its progress as it goes.
+- **elicit** asks you, through your client, for a name and an email.
+- **sample** asks your client's model a question.
+- The **greet** prompt writes a greeting for a name.
+
+Serve your own server with ` + "`mcp-bridge -- <command> [args...]`" + `.
+`
+
+// addGreet adds the demo's prompt.
+func addGreet(srv *mcp.Server) {
+	srv.AddPrompt(&mcp.Prompt{
+		Name: "greet", Title: "Greet someone", Description: "A prompt asking for a short greeting of a person.",
+		Arguments: []*mcp.PromptArgument{{Name: "name", Description: "who to greet", Required: true}},
+	}, prompt(func(args map[string]string) []mcp.Content {
+		return []mcp.Content{&mcp.TextContent{Text: "Write a short, friendly greeting for " + args["name"] + "."}}
+	}))
+}
+
 func addResources(srv *mcp.Server, w *watched) {
 	srv.AddResource(&mcp.Resource{
 		URI: staticTextURI, Name: "static-text", Description: "A text resource that never changes.", MIMEType: "text/plain",

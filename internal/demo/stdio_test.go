@@ -264,7 +264,7 @@ func startStdioChild(t *testing.T) *stdioChild {
 	t.Helper()
 	c := &stdioChild{lines: make(chan []byte, 100)}
 	c.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	c.cmd.Env = append(os.Environ(), childEnv+"=1")
+	c.cmd.Env = append(os.Environ(), childEnv+"=conformance")
 	c.cmd.Stderr = &c.stderr
 	c.cmd.WaitDelay = 5 * time.Second
 	var err error

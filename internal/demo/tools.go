@@ -15,10 +15,9 @@ import (
 // none is the input of tools that take no arguments.
 type none struct{}
 
-func addTools(srv *mcp.Server, w *watched) {
-	// The demo's own tools.
+// addDemoTools adds the demo's own tools, which both servers have.
+func addDemoTools(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Returns its message argument as text."}, echo)
-	mcp.AddTool(srv, &mcp.Tool{Name: "add", Description: "Adds two numbers."}, add)
 	mcp.AddTool(srv, &mcp.Tool{
 		Name: "slow",
 		Description: "Takes steps*delay_ms to finish. Reports progress 0..steps when the call has a " +
@@ -27,6 +26,11 @@ func addTools(srv *mcp.Server, w *watched) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "sample", Description: "Asks the client's LLM (sampling/createMessage) and returns its answer."}, sample)
 	mcp.AddTool(srv, &mcp.Tool{Name: "elicit", Description: "Asks the user (elicitation/create) for a username and email and returns the answer."},
 		elicitation(contactForm, func(in askArgs) string { return in.Message }))
+}
+
+// addFixtureTools adds the conformance server's tools beyond the demo's.
+func addFixtureTools(srv *mcp.Server, w *watched) {
+	mcp.AddTool(srv, &mcp.Tool{Name: "add", Description: "Adds two numbers."}, add)
 	mcp.AddTool(srv, &mcp.Tool{Name: "touch_resource", Description: "Changes " + watchedURI + ", notifying its subscribers."}, w.touch)
 
 	// The fixtures of the conformance suite's server scenarios; names,

@@ -76,8 +76,22 @@ function serverNow() {
   return Date.now() + state.skew;
 }
 
-// AuthError is a 401 or 403: the page asks for a token.
+// AuthError is a 401 or 403: the page asks for a token. Its message is
+// the bridge's own reason, which says what to do.
 class AuthError extends Error {}
+
+// reasonOf is why the bridge refused a request, as it said it: the
+// message of its JSON-RPC error body, else its text; "" if it said none.
+async function reasonOf(r) {
+  const text = await r.text().catch(() => "");
+  try {
+    const m = JSON.parse(text)?.error?.message;
+    if (typeof m === "string" && m) return m;
+  } catch {
+    // not JSON: the text itself
+  }
+  return text.trim().slice(0, 500);
+}
 
 // readSSE reads a text/event-stream body as it arrives and calls onEvent
 // with each event ({event, data, id}) as soon as its blank line is read.
@@ -117,15 +131,25 @@ async function readSSE(body, onEvent) {
 
 // ---- token ----------------------------------------------------------------
 
+// askToken signs out and asks for a token, with the bridge's reason if it
+// refused one. The client configurations hold no secret: they stay.
 function askToken(message) {
   stopFeed();
   disconnect();
-  $("app").hidden = true;
+  $("app").hidden = false;
+  $("live").hidden = true;
+  $("console").hidden = true;
   $("forget-token").hidden = true;
   $("login").hidden = false;
   $("login-error").textContent = message || "";
   setFeedStatus("signed out", "");
   $("token").focus();
+}
+
+// refusedBy is refused for an AuthError of the console's, in the
+// bridge's words.
+function refusedBy(e) {
+  refused((token() ? "The bridge refused this token: " : "This server needs a token: ") + e.message);
 }
 
 // refused forgets a token the bridge turned down and asks for another.
@@ -137,8 +161,21 @@ function refused(message) {
 function start() {
   $("login").hidden = true;
   $("app").hidden = false;
+  $("live").hidden = false;
+  $("console").hidden = false;
   $("forget-token").hidden = !token();
-  watchFeed();
+  if (state.config.feedRefused) feedRefused(state.config.feedRefused);
+  else watchFeed();
+}
+
+// feedRefused shows why the live view cannot be opened, in the bridge's
+// words; a token that opens none of it is not the page's to forget (the
+// console may still use it).
+function feedRefused(reason) {
+  stopFeed();
+  setFeedStatus("live view refused", "error");
+  $("feed-error").textContent = reason || "The bridge refused the live view.";
+  $("feed-error").hidden = false;
 }
 
 // ---- live view --------------------------------------------------------------
@@ -170,17 +207,19 @@ async function watchFeed() {
         signal: ctl.signal,
       });
       if (r.status === 401) {
-        refused(token() ? "The bridge refused this token." : "This bridge needs a token.");
+        const why = await reasonOf(r);
+        refused((token() ? "The bridge refused this token" : "This bridge needs a token") + (why ? ": " + why : "."));
         return;
       }
       if (r.status === 403) {
-        refused("This token may not use the bridge.");
+        feedRefused(await reasonOf(r));
         return;
       }
       if (!r.ok) throw new Error("HTTP " + r.status);
       const date = Date.parse(r.headers.get("Date") || "");
       if (!Number.isNaN(date)) state.skew = date - Date.now();
       setFeedStatus("live", "ok");
+      $("feed-error").hidden = true;
       delay = 1000;
       await readSSE(r.body, (ev) => {
         if (ev.event !== "snapshot") return;
@@ -209,7 +248,7 @@ function ago(iso) {
   return el("span", { dataset: { ago: iso } }, fmtDuration(serverNow() - Date.parse(iso)) + " ago");
 }
 
-// until counts down to a time: when a parked call expires.
+// until counts down to a time: when a parked call or a session expires.
 function until(iso) {
   return el("span", { dataset: { until: iso } }, fmtDuration(Math.max(0, Date.parse(iso) - serverNow())));
 }
@@ -267,6 +306,9 @@ function renderSnapshot() {
       el("td", { class: s.inFlight > 0 ? "num busy" : "num" }, String(s.inFlight)),
       el("td", { class: "mono" }, s.childPid ? String(s.childPid) : ""),
       el("td", {}, s.streamOpen ? "open" : ""),
+      // When the bridge ends it if nothing happens: its idle timeout, or
+      // sooner when no client can reach it any more.
+      el("td", { class: s.unreachable ? "warn" : "" }, s.expires ? until(s.expires) : "", s.unreachable ? el("span", { class: "hint", title: "its GET stream closed and nothing came since, or it sent nothing after initialized" }, " client gone") : null),
     ),
   );
   $("sessions").tBodies[0].replaceChildren(...rows);
@@ -359,7 +401,7 @@ class McpClient {
       body: JSON.stringify(msg),
       signal,
     });
-    if (r.status === 401 || r.status === 403) throw new AuthError("HTTP " + r.status);
+    if (r.status === 401 || r.status === 403) throw new AuthError((await reasonOf(r)) || "HTTP " + r.status);
     if (msg.method === "initialize" && r.ok) this.sid = r.headers.get("Mcp-Session-Id");
     const ctype = r.headers.get("Content-Type") || "";
     if (!r.ok) {
@@ -571,7 +613,7 @@ async function connect() {
     $("connect").disabled = false;
     $("disconnect").disabled = true;
     if (e instanceof AuthError) {
-      refused("The bridge refused this token.");
+      refusedBy(e);
       return;
     }
     setConsoleStatus("cannot connect: " + e.message, "error");
@@ -768,7 +810,7 @@ async function callTool() {
     renderResult(tool.name, res);
   } catch (e) {
     if (e instanceof AuthError) {
-      refused("The bridge refused this token.");
+      refusedBy(e);
       return;
     }
     box.className = "error";
@@ -882,7 +924,7 @@ async function getPrompt() {
     box.className = "ok";
     box.replaceChildren(...parts);
   } catch (e) {
-    if (e instanceof AuthError) return refused("The bridge refused this token.");
+    if (e instanceof AuthError) return refusedBy(e);
     box.className = "error";
     box.replaceChildren(el("p", { class: "error" }, prompt.name + " failed: " + e.message));
   }
@@ -984,7 +1026,7 @@ async function readResource(uri) {
     box.className = "ok";
     box.replaceChildren(...(parts.length ? parts : [el("p", { class: "hint" }, "(no contents)")]));
   } catch (e) {
-    if (e instanceof AuthError) return refused("The bridge refused this token.");
+    if (e instanceof AuthError) return refusedBy(e);
     box.className = "error";
     box.replaceChildren(el("p", { class: "error" }, "reading " + uri + " failed: " + e.message));
   }
@@ -1010,7 +1052,7 @@ async function toggleSubscription() {
     else state.subscriptions.add(uri);
     note("subscription", (on ? "unsubscribed from " : "subscribed to ") + uri);
   } catch (e) {
-    if (e instanceof AuthError) return refused("The bridge refused this token.");
+    if (e instanceof AuthError) return refusedBy(e);
     note("error", (on ? "unsubscribe " : "subscribe ") + uri + ": " + e.message);
   } finally {
     sub.disabled = false;
@@ -1187,7 +1229,8 @@ async function main() {
   $("client-server").replaceChildren(...options());
   $("client-server-row").hidden = state.config.servers.length < 2;
   renderClients();
-  if (state.config.auth && !token()) askToken("");
+  // A live view no token can open is said at once, not asked a token for.
+  if (state.config.auth && !token() && !state.config.feedRefused) askToken("");
   else start();
 }
 
