@@ -104,10 +104,17 @@ func invalid(code int, msg string, id json.RawMessage) *Error {
 }
 
 // errCannotStart is the error of a child that did not start: the bridge
-// closing, or the process failing to start (err, for the log).
+// closing, the process budget spent (--max-children), a wait that ended,
+// or the process failing to start (err, for the log).
 func errCannotStart(err error) *Error {
-	if errors.Is(err, ErrClosing) {
+	if e, ok := err.(*Error); ok {
+		return e
+	}
+	switch {
+	case errors.Is(err, ErrClosing):
 		return ErrClosing
+	case errors.Is(err, errNoSlot):
+		return errTooManyChildren
 	}
 	return &Error{Kind: KindInternal, Code: CodeInternalError, Message: "could not start the MCP server process", Err: err}
 }

@@ -130,7 +130,7 @@ func (p *modernPool) done() {
 // ready returns the pool's base child, started, its era known and, if it
 // is legacy, initialized.
 func (p *modernPool) ready(ctx context.Context) (*upstream, childEra, error) {
-	u, err := p.baseUpstream()
+	u, err := p.baseUpstream(ctx)
 	if err != nil {
 		return nil, eraUnknown, err
 	}
@@ -157,41 +157,56 @@ func (p *modernPool) ready(ctx context.Context) (*upstream, childEra, error) {
 	return u, era, nil
 }
 
-// baseUpstream returns the pool's base child, starting it on first use.
-func (p *modernPool) baseUpstream() (*upstream, error) {
+// baseUpstream returns the pool's base child, starting it on first use
+// within the process budget and the spawn turns, as a session's child.
+func (p *modernPool) baseUpstream(ctx context.Context) (*upstream, error) {
 	b := p.b
 	if b.cfg.Mode == ModeShared || b.cfg.Stateless {
-		u, err := b.sharedUpstream()
+		u, err := b.sharedUpstream(ctx, p.key)
 		if err != nil {
 			return nil, err
 		}
 		return u, nil
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.base != nil {
-		p.base.mu.Lock()
-		dead, stopping := p.base.dead, p.base.stopping
-		p.base.mu.Unlock()
-		switch {
-		case dead:
-			// Its crash-loop breaker tripped: as for the shared child,
-			// the server is down rather than started again per request.
-			return nil, ErrSharedDown
-		case !stopping:
-			return p.base, nil
+	u, err := withRoom(ctx, b, p.key, func() (*upstream, error) {
+		// p.mu is held while the base starts, so the pool starts one; it
+		// is let go while room is made, which takes the pools' locks.
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.base != nil {
+			p.base.mu.Lock()
+			dead, stopping := p.base.dead, p.base.stopping
+			p.base.mu.Unlock()
+			switch {
+			case dead:
+				// Its crash-loop breaker tripped: as for the shared
+				// child, the server is down rather than started again
+				// per request.
+				return nil, ErrSharedDown
+			case !stopping:
+				return p.base, nil
+			}
 		}
+		u := newUpstream(b, true)
+		u.env, u.modernOnly = p.env, true
+		if !u.takeSlot() {
+			return nil, errNoSlot
+		}
+		release, err := b.spawnTurn(ctx)
+		if err != nil {
+			u.giveSlot()
+			return nil, err
+		}
+		defer release()
+		if err := u.start(b.log.With("serves", "2026-07-28 clients")); err != nil {
+			return nil, err
+		}
+		p.base, p.ownBase = u, true
+		return u, nil
+	})
+	if err != nil {
+		return nil, errCannotStart(err)
 	}
-	if b.children.Load() >= int64(b.cfg.MaxChildren) {
-		return nil, errTooManyChildren
-	}
-	u := newUpstream(b, true)
-	u.env, u.modernOnly = p.env, true
-	log := b.log.With("serves", "2026-07-28 clients")
-	if err := u.start(log); err != nil {
-		return nil, errCouldNotStartChild(err)
-	}
-	p.base, p.ownBase = u, true
 	return u, nil
 }
 
@@ -337,23 +352,21 @@ func (p *modernPool) lease(ctx context.Context, owner string, base *upstream) (*
 		}
 	}
 	p.mu.Unlock()
-	if b.children.Load() >= int64(b.cfg.MaxChildren) && !b.evictIdleLease() {
-		return nil, errTooManyChildren
-	}
-	select {
-	case b.spawnSem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, errClientGone
-	case <-b.shutdown:
-		return nil, ErrClosing
-	}
-	defer func() { <-b.spawnSem }()
 	u := newUpstream(b, false)
 	u.env, u.hub = p.env, base
+	if err := b.reserve(ctx, u, owner); err != nil {
+		return nil, err
+	}
+	release, err := b.spawnTurn(ctx)
+	if err != nil {
+		u.giveSlot()
+		return nil, err
+	}
+	defer release()
 	log := b.log.With("leased", true)
 	u.logp.Store(log)
 	if err := u.start(log); err != nil {
-		return nil, errCouldNotStartChild(err)
+		return nil, errCannotStart(err)
 	}
 	if err := b.initLease(ctx, u); err != nil {
 		go u.stop(context.Background()) // its watch ends with it
@@ -447,43 +460,43 @@ func (p *modernPool) reclaim(now time.Time, d time.Duration) []*upstream {
 	return out
 }
 
-// evictIdleLease stops the warm lease idle longest, of any pool and
-// owner, to make room for a process under --max-children: a warm child
-// must not keep another principal's call from running. It reports
-// whether there was one.
-func (b *Bridge) evictIdleLease() bool {
+// takeIdleLease takes the warm lease idle longest, of any pool and owner,
+// out of its pool, for the caller to stop: the room a process needs under
+// --max-children (makeRoom). Nil if there is none.
+func (b *Bridge) takeIdleLease() *upstream {
 	b.mu.Lock()
 	pools := make([]*modernPool, 0, len(b.pools))
 	for _, p := range b.pools {
 		pools = append(pools, p)
 	}
 	b.mu.Unlock()
-	var oldest *modernPool
-	var owner string
-	var at time.Time
-	for _, p := range pools {
-		p.mu.Lock()
-		for k, list := range p.idle {
-			if len(list) > 0 && (oldest == nil || list[0].since.Before(at)) {
-				oldest, owner, at = p, k, list[0].since
+	for {
+		var oldest *modernPool
+		var owner string
+		var at time.Time
+		for _, p := range pools {
+			p.mu.Lock()
+			for k, list := range p.idle {
+				if len(list) > 0 && (oldest == nil || list[0].since.Before(at)) {
+					oldest, owner, at = p, k, list[0].since
+				}
 			}
+			p.mu.Unlock()
 		}
-		p.mu.Unlock()
-	}
-	if oldest == nil {
-		return false
-	}
-	oldest.mu.Lock()
-	list := oldest.idle[owner]
-	if len(list) == 0 {
+		if oldest == nil {
+			return nil
+		}
+		oldest.mu.Lock()
+		list := oldest.idle[owner]
+		if len(list) == 0 || !list[0].since.Equal(at) {
+			oldest.mu.Unlock()
+			continue // taken meanwhile: look again
+		}
+		u := list[0].u
+		oldest.idle[owner] = list[1:]
 		oldest.mu.Unlock()
-		return false
+		return u
 	}
-	u := list[0].u
-	oldest.idle[owner] = list[1:]
-	oldest.mu.Unlock()
-	u.stop(context.Background()) // it must be gone before the new one starts
-	return true
 }
 
 // all takes every child out of the pool, for Close to stop.
@@ -506,13 +519,6 @@ func (p *modernPool) all() []*upstream {
 		p.base = nil
 	}
 	return out
-}
-
-// Errors of the modern pool.
-var errTooManyChildren = &Error{Kind: KindUnavailable, Code: CodeInternalError, Message: "too many MCP server processes (--max-children); try again shortly"}
-
-func errCouldNotStartChild(err error) *Error {
-	return &Error{Kind: KindInternal, Code: CodeInternalError, Message: "could not start the MCP server process", Err: err}
 }
 
 // markModern says the child passes modern requests through: its
