@@ -129,10 +129,13 @@ type Config struct {
 	ChildProtocol string
 	// InputTTL is how long a call waits, parked, for its modern client's
 	// retry with the input the child asked for (MRTR); then the child's
-	// questions are declined and the call cancelled. Default 10 min.
+	// questions are declined and the call cancelled. A parked call holds
+	// a process. Default 2 min (docs/decisions.md, "MCP 2026-07-28").
 	InputTTL time.Duration
-	// MaxParked caps the calls parked for one principal's retries.
-	// Default 16.
+	// MaxParked caps one principal's calls on leased children, running or
+	// parked: each may park for its client's input at any moment, so its
+	// place is taken before its process starts, and a call over the cap
+	// costs no process (429). Default 16.
 	MaxParked int
 	// ReplicaID names this bridge in the requestState handles it gives
 	// out, so a load balancer can route a retry to the replica that holds
@@ -179,6 +182,9 @@ type Stats struct {
 	InputRefused           atomic.Int64 // retries refused: bad, foreign, used or expired requestState
 	InputMissingCapability atomic.Int64 // calls that failed after the child asked what the client cannot give (-32021)
 	ParkedDrops            atomic.Int64 // notifications a parked call's child sent, dropped
+	// InputPreempted: parked calls ended to give their process to another
+	// principal holding fewer (--max-children; budget.go).
+	InputPreempted atomic.Int64
 }
 
 // Bridge holds the live sessions.
@@ -218,11 +224,14 @@ type Bridge struct {
 	probeMu  sync.Mutex             // one probe at a time
 	listens  map[*ModernCall]bool   // open listens, which Drain ends
 	running  map[*ModernCall]bool   // calls in progress on a child (Snapshot)
-	exMu     sync.Mutex             // guards exchanges and parkedBy; a leaf
+	exMu     sync.Mutex             // guards exchanges and leasedBy; a leaf
 	// exchanges are the calls parked for their clients' retries, by
-	// requestState handle; parkedBy counts them by owner.
+	// requestState handle. leasedBy counts the calls on leased children,
+	// running or parked, by owner (an owner with none has no entry), and
+	// leased all of them (enterLeased).
 	exchanges map[string]*exchange
-	parkedBy  map[string]int
+	leasedBy  map[string]int
+	leased    int
 	// stateKey signs the modern child's requestStates the bridge relays
 	// (wrapState); random, this process's own.
 	stateKey [32]byte
@@ -306,7 +315,7 @@ func newBridge(cfg Config, start startFunc) (*Bridge, error) {
 		listens:    make(map[*ModernCall]bool),
 		running:    make(map[*ModernCall]bool),
 		exchanges:  make(map[string]*exchange),
-		parkedBy:   make(map[string]int),
+		leasedBy:   make(map[string]int),
 		shutdown:   make(chan struct{}),
 	}
 	if _, err := rand.Read(b.stateKey[:]); err != nil {

@@ -17,7 +17,12 @@ import (
 //
 // A start that finds no slot free may make room (makeRoom): a warm leased
 // child nobody uses is stopped, the one idle longest first, since a warm
-// child must not keep another principal's call from running.
+// child must not keep another principal's call from running. Failing
+// that, a call parked for its client's input is taken back from the
+// principal holding the most leased children, if that is at least two
+// more than the starter's own (preemptParked): parked calls hold their
+// processes while people answer, and one principal's must not leave
+// another's with nothing. Running calls are never taken back.
 
 // slots counts the slots taken out of max.
 type slots struct {
@@ -89,15 +94,17 @@ func withRoom[T any](ctx context.Context, b *Bridge, owner string, start func() 
 }
 
 // makeRoom frees a slot of the budget for a start of owner's, if it can:
-// it stops the warm leased child idle longest, of any pool, and returns
-// once its slot is given back (or ctx ends). It reports whether it freed
+// it stops the warm leased child idle longest, of any pool, or else ends
+// a parked call of a principal holding more (preemptParked), and returns
+// once the slot is given back (or ctx ends). It reports whether it freed
 // one.
 func (b *Bridge) makeRoom(ctx context.Context, owner string) bool {
 	u := b.takeIdleLease()
-	if u == nil {
+	if u != nil {
+		b.track(func() { u.stop(context.Background()) })
+	} else if u = b.preemptParked(owner); u == nil {
 		return false
 	}
-	b.track(func() { u.stop(context.Background()) })
 	select {
 	case <-u.freed:
 		return true
@@ -106,4 +113,40 @@ func (b *Bridge) makeRoom(ctx context.Context, owner string) bool {
 	case <-b.shutdown:
 		return false
 	}
+}
+
+// preemptParked ends the call parked longest of the principal that holds
+// the most leased children, running or parked, if that is at least two
+// more than owner holds (so taking one never leaves it with fewer than
+// owner will have), and returns the call's lease, which is being stopped;
+// nil if no principal holds that many. The call ends as an expired one
+// does: its child's questions declined, its request cancelled; its
+// client's retry finds nothing and is told to send the request again.
+func (b *Bridge) preemptParked(owner string) *upstream {
+	b.exMu.Lock()
+	var handle string
+	var pick *exchange
+	most := 0
+	for h, ex := range b.exchanges {
+		n := b.leasedBy[ex.owner]
+		if ex.call.lease == nil || n < b.leasedBy[owner]+2 {
+			continue
+		}
+		if pick == nil || n > most || (n == most && ex.expires.Before(pick.expires)) {
+			handle, pick, most = h, ex, n
+		}
+	}
+	if pick == nil {
+		b.exMu.Unlock()
+		return nil
+	}
+	delete(b.exchanges, handle)
+	pick.timer.Stop()
+	b.exMu.Unlock()
+	b.log.Info("a call waiting for its client's input was ended to give its process to another principal's (--max-children)",
+		"method", pick.method, "principal", pick.call.owner.Name, "its_leased_children", most)
+	lease := pick.call.lease
+	pick.call.abandon(pick.round, "its process was given to another principal's call (--max-children); send the request again")
+	b.stats.InputPreempted.Add(1)
+	return lease
 }

@@ -17,6 +17,7 @@ const (
 	KindConflict                // e.g. a second GET stream on a session
 	KindUnavailable             // over a limit (sessions): try again later
 	KindGone                    // what a client asked to have again has aged out
+	KindTooMany                 // over a per-principal limit: this principal must wait, others need not
 )
 
 // JSON-RPC error codes the bridge uses. The -32000..-32099 range is for

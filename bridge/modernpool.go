@@ -54,9 +54,10 @@ const (
 
 // Defaults of the modern era's settings.
 const (
-	DefaultInputTTL  = 10 * time.Minute
+	DefaultInputTTL  = 2 * time.Minute
 	DefaultMaxParked = 16
-	// maxParkedTotal bounds the calls parked for all principals together.
+	// maxParkedTotal bounds the calls on leased children (running or
+	// parked) of all principals together.
 	maxParkedTotal = 1024
 	// maxIdleLeases bounds the leased children a principal keeps warm.
 	maxIdleLeases = 4
@@ -335,8 +336,51 @@ func (b *Bridge) initShared(ctx context.Context, u *upstream, params string) err
 
 // lease returns a legacy child for one call of owner's, its own until the
 // call is over (release): a warm one of owner's, or a new one initialized
-// with profileParams, within MaxChildren.
+// with profileParams, within MaxChildren. The call's place under
+// --max-parked is taken first: a call over it costs no process.
 func (p *modernPool) lease(ctx context.Context, owner string, base *upstream) (*upstream, error) {
+	if err := p.b.enterLeased(owner); err != nil {
+		return nil, err
+	}
+	u, err := p.leaseChild(ctx, owner, base)
+	if err != nil {
+		p.b.leaveLeased(owner)
+		return nil, err
+	}
+	return u, nil
+}
+
+// enterLeased takes a place for a call of owner's on a leased child,
+// within MaxParked and maxParkedTotal.
+func (b *Bridge) enterLeased(owner string) *Error {
+	b.exMu.Lock()
+	defer b.exMu.Unlock()
+	switch {
+	case b.leasedBy[owner] >= b.cfg.MaxParked:
+		return &Error{Kind: KindTooMany, Code: CodeInternalError,
+			Message: "too many calls of this principal may wait for its clients' input (--max-parked); answer or abandon one first"}
+	case b.leased >= maxParkedTotal:
+		return &Error{Kind: KindUnavailable, Code: CodeInternalError,
+			Message: "too many calls may wait for their clients' input; try again shortly"}
+	}
+	b.leasedBy[owner]++
+	b.leased++
+	return nil
+}
+
+// leaveLeased gives back the place enterLeased took; an owner with none
+// left is forgotten.
+func (b *Bridge) leaveLeased(owner string) {
+	b.exMu.Lock()
+	defer b.exMu.Unlock()
+	if b.leasedBy[owner]--; b.leasedBy[owner] <= 0 {
+		delete(b.leasedBy, owner)
+	}
+	b.leased--
+}
+
+// leaseChild is lease's child: a warm one, or a new one.
+func (p *modernPool) leaseChild(ctx context.Context, owner string, base *upstream) (*upstream, error) {
 	b := p.b
 	p.mu.Lock()
 	for list := p.idle[owner]; len(list) > 0; list = p.idle[owner] {
@@ -419,6 +463,7 @@ func (b *Bridge) initLease(ctx context.Context, u *upstream) error {
 // release gives a lease back after its call: to the owner's warm ones if
 // it can serve again (reuse), else it is stopped.
 func (p *modernPool) release(u *upstream, owner string, reuse bool) {
+	p.b.leaveLeased(owner)
 	p.mu.Lock()
 	delete(p.leased, u)
 	u.mu.Lock()

@@ -36,6 +36,8 @@ func errorStatus(k bridge.Kind) int {
 		return http.StatusServiceUnavailable
 	case bridge.KindGone:
 		return http.StatusGone
+	case bridge.KindTooMany:
+		return http.StatusTooManyRequests
 	default:
 		return http.StatusInternalServerError
 	}
@@ -70,8 +72,9 @@ func toHTTPError(err error) *httpError {
 	var be *bridge.Error
 	if errors.As(err, &be) {
 		he := &httpError{status: errorStatus(be.Kind), code: be.Code, msg: be.Message, id: be.ID, data: be.Data}
-		if be.Kind == bridge.KindUnavailable {
-			// Sessions end all the time; a moment later there is room.
+		if be.Kind == bridge.KindUnavailable || be.Kind == bridge.KindTooMany {
+			// Sessions and calls end all the time; a moment later there
+			// is room.
 			he.header = http.Header{"Retry-After": {"1"}}
 		}
 		return he

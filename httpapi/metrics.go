@@ -398,6 +398,8 @@ var (
 		"2026-07-28 calls parked for their client's input: input_required results the bridge gave for a 2025 server's sampling, elicitation or roots request (MRTR).", nil, nil)
 	descInputExpired = prometheus.NewDesc("mcp_bridge_input_expired_total",
 		"Parked calls whose client did not retry within --input-ttl, cancelled.", nil, nil)
+	descInputPreempted = prometheus.NewDesc("mcp_bridge_input_preempted_total",
+		"Parked calls ended to give their process to another principal's, which held at least two fewer (--max-children).", nil, nil)
 	descInputRefused = prometheus.NewDesc("mcp_bridge_input_refused_total",
 		"Retries refused: a requestState forged, altered, used already, expired, another principal's or another replica's.", nil, nil)
 	descInputMissingCapability = prometheus.NewDesc("mcp_bridge_input_missing_capability_total",
@@ -419,7 +421,7 @@ func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSessions, descSessionsCreated, descSessionsEnded,
 		descChildrenSpawned, descChildrenFailed, descChildrenExited, descQueueDrops, descOversize, descUnroutable,
 		descChildrenRestarted, descChildren, descWaiting, descStreamsCut, descEventsEvicted, descTimedOut, descLateProgress,
-		descInputRequired, descInputExpired, descInputRefused, descInputMissingCapability, descParkedDrops, descParked, descLeased, descListens, descCancelled} {
+		descInputRequired, descInputExpired, descInputPreempted, descInputRefused, descInputMissingCapability, descParkedDrops, descParked, descLeased, descListens, descCancelled} {
 		ch <- d
 	}
 }
@@ -449,6 +451,7 @@ func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descLateProgress, s.LateProgress.Load())
 	counter(descInputRequired, s.InputRequired.Load())
 	counter(descInputExpired, s.InputExpired.Load())
+	counter(descInputPreempted, s.InputPreempted.Load())
 	counter(descInputRefused, s.InputRefused.Load())
 	counter(descInputMissingCapability, s.InputMissingCapability.Load())
 	counter(descParkedDrops, s.ParkedDrops.Load())

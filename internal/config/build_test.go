@@ -34,7 +34,7 @@ func TestBridge(t *testing.T) {
 				MaxLineBytes: 16 << 20, StopGrace: 2 * time.Second, MaxSessions: 1000, IdleTimeout: 30 * time.Minute,
 				RequestTimeout: 5 * time.Minute, InitTimeout: 30 * time.Second,
 				QueueLimit: 1024, EventLogEvents: 4096, EventLogBytes: 4 << 20,
-				ChildProtocol: "auto", InputTTL: 10 * time.Minute, MaxParked: 16,
+				ChildProtocol: "auto", InputTTL: 2 * time.Minute, MaxParked: 16,
 			},
 		},
 		{

@@ -49,7 +49,7 @@ func TestDefaults(t *testing.T) {
 		Web:             ptr(true),
 		Modern:          ptr(true),
 		ChildProtocol:   ptr("auto"),
-		InputTTL:        ptr(10 * time.Minute),
+		InputTTL:        ptr(2 * time.Minute),
 		MaxParked:       ptr(16),
 		LogFormat:       ptr("text"),
 		LogLevel:        ptr("info"),
