@@ -858,10 +858,20 @@ func (b *Bridge) markReady(s *Session) bool {
 func (b *Bridge) reclaimPools(now time.Time) {
 	b.mu.Lock()
 	var stop []*upstream
+	var left []*modernPool
 	for _, p := range b.pools {
 		stop = append(stop, p.reclaim(now, b.cfg.IdleTimeout)...)
+		left = append(left, p)
 	}
 	b.mu.Unlock()
+	for _, p := range left {
+		p.mu.Lock()
+		empty := p.emptyLocked()
+		p.mu.Unlock()
+		if empty {
+			b.forgetPool(p)
+		}
+	}
 	for _, u := range stop {
 		u.logger().Info("modern pool idle; stopping its child", "idle_timeout", b.cfg.IdleTimeout)
 		b.track(func() { u.stop(context.Background()) })

@@ -125,7 +125,38 @@ func (p *modernPool) done() {
 	p.mu.Lock()
 	p.active--
 	p.used = p.b.cfg.Now()
+	empty := p.emptyLocked()
 	p.mu.Unlock()
+	if empty {
+		p.b.forgetPool(p)
+	}
+}
+
+// emptyLocked reports whether the pool holds no call and no child:
+// nothing a principal's next request needs that a new pool lacks (its
+// tool headers are learnt again from the new base child). Called with
+// p.mu held.
+func (p *modernPool) emptyLocked() bool {
+	return p.active == 0 && p.base == nil && len(p.idle) == 0 && len(p.leased) == 0
+}
+
+// forgetPool drops a principal's pool from the bridge's map once it holds
+// no call and no child, so the map holds the principals with something
+// live, not every JWT subject ever seen. The one pool of shared and
+// stateless mode stays: it serves everyone on the shared child.
+func (b *Bridge) forgetPool(p *modernPool) {
+	if b.cfg.Mode == ModeShared || b.cfg.Stateless {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// A call that found the pool meanwhile made it active again
+	// (modernPool counts it under b.mu).
+	if b.pools[p.key] == p && p.emptyLocked() {
+		delete(b.pools, p.key)
+	}
 }
 
 // ready returns the pool's base child, started, its era known and, if it
@@ -385,7 +416,7 @@ func (p *modernPool) leaseChild(ctx context.Context, owner string, base *upstrea
 	p.mu.Lock()
 	for list := p.idle[owner]; len(list) > 0; list = p.idle[owner] {
 		u := list[len(list)-1].u // the warmest
-		p.idle[owner] = list[:len(list)-1]
+		p.setIdleLocked(owner, list[:len(list)-1])
 		u.mu.Lock()
 		alive := u.child != nil && !u.stopping
 		u.mu.Unlock()
@@ -478,6 +509,17 @@ func (p *modernPool) release(u *upstream, owner string, reuse bool) {
 	p.b.track(func() { u.stop(context.Background()) })
 }
 
+// setIdleLocked sets owner's warm leases; an owner with none left is
+// forgotten (the shared pool keeps them by owner, for every principal).
+// Called with p.mu held.
+func (p *modernPool) setIdleLocked(owner string, list []idleLease) {
+	if len(list) == 0 {
+		delete(p.idle, owner)
+		return
+	}
+	p.idle[owner] = list
+}
+
 // reclaim takes out of the pool, for the caller to stop, the warm leases
 // no call used for d, and its base child of its own once the pool has had
 // no call for d: the janitor's reclaiming of what nobody uses.
@@ -494,9 +536,7 @@ func (p *modernPool) reclaim(now time.Time, d time.Duration) []*upstream {
 				keep = append(keep, l)
 			}
 		}
-		if p.idle[k] = keep; len(keep) == 0 {
-			delete(p.idle, k)
-		}
+		p.setIdleLocked(k, keep)
 	}
 	if p.active == 0 && now.Sub(p.used) >= d && p.ownBase && p.base != nil && len(p.leased) == 0 {
 		out = append(out, p.base)
@@ -538,7 +578,7 @@ func (b *Bridge) takeIdleLease() *upstream {
 			continue // taken meanwhile: look again
 		}
 		u := list[0].u
-		oldest.idle[owner] = list[1:]
+		oldest.setIdleLocked(owner, list[1:])
 		oldest.mu.Unlock()
 		return u
 	}
