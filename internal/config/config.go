@@ -118,6 +118,7 @@ type Config struct {
 	AuthServers             []string `env:"AUTH_SERVERS" envSeparator:"," flag:"auth-server" group:"auth" help:"authorization server listed in /.well-known/oauth-protected-resource (repeatable); default --jwt-issuer"`
 	MaxSessionsPerPrincipal int      `env:"MAX_SESSIONS_PER_PRINCIPAL" flag:"max-sessions-per-principal" group:"principals" help:"most live sessions of one principal (0: only --max-sessions); over it, 429"`
 	MaxInFlightPerPrincipal int      `env:"MAX_INFLIGHT_PER_PRINCIPAL" flag:"max-inflight-per-principal" group:"principals" help:"most POSTs of one principal served at once (0: no cap); over it, 429"`
+	MaxStreamsPerPrincipal  *int     `env:"MAX_STREAMS_PER_PRINCIPAL" flag:"max-streams-per-principal" group:"principals" help:"most streams one principal holds open at once: sessions' GET streams, legacy SSE streams, 2026-07-28 listens and answers sent as SSE (0: no cap); over it, 429"`
 	RateLimit               float64  `env:"RATE_LIMIT" flag:"rate-limit" group:"principals" help:"requests per second one principal may send (0: no limit); over it, 429 with Retry-After"`
 	RateBurst               int      `env:"RATE_BURST" flag:"rate-burst" group:"principals" help:"requests one principal may send at once above --rate-limit (0: one second's worth)"`
 	ToolAllow               []string `env:"TOOL_ALLOW" envSeparator:"," flag:"tool-allow" group:"principals" help:"SUBJECT=GLOB: the tools SUBJECT (*, scope:NAME, token:NAME, jwt:SUB or a principal name) may list and call; once a subject has allow rules, other tools are denied to it (repeatable)"`
@@ -152,35 +153,36 @@ var Groups = []struct{ Name, Title string }{
 // the package that interprets the setting. --help shows these values.
 func Defaults() Config {
 	return Config{
-		Host:            ptr(DefaultHost),
-		Port:            ptr(DefaultPort),
-		Path:            ptr(httpapi.DefaultPath),
-		LegacySSE:       ptr(DefaultLegacySSE),
-		Mode:            ptr(bridge.ModePerSession),
-		SpawnQueue:      ptr(bridge.DefaultSpawnQueue),
-		ResponseMode:    ptr(httpapi.ModeAuto),
-		SSEDelay:        ptr(httpapi.DefaultSSEDelay),
-		MaxBodyBytes:    ptr[int64](httpapi.DefaultMaxBodyBytes),
-		MaxMessageBytes: ptr(stdio.DefaultMaxLineBytes),
-		MaxSessions:     ptr(bridge.DefaultMaxSessions),
-		IdleTimeout:     ptr(bridge.DefaultIdleTimeout),
-		RequestTimeout:  ptr(bridge.DefaultRequestTimeout),
-		InitTimeout:     ptr(bridge.DefaultInitTimeout),
-		QueueLimit:      ptr(bridge.DefaultQueueLimit),
-		EventLogEvents:  ptr(bridge.DefaultEventLogEvents),
-		EventLogBytes:   ptr(bridge.DefaultEventLogBytes),
-		StopGrace:       ptr(stdio.DefaultStopGrace),
-		Containment:     ptr(string(stdio.ContainAuto)),
-		ShutdownTimeout: ptr(DefaultShutdownTimeout),
-		ReadTimeout:     ptr(httpapi.DefaultReadTimeout),
-		KeepAlive:       ptr(httpapi.DefaultKeepAlive),
-		Web:             ptr(DefaultWeb),
-		Modern:          ptr(DefaultModern),
-		ChildProtocol:   ptr(bridge.ChildProtocolAuto),
-		InputTTL:        ptr(bridge.DefaultInputTTL),
-		MaxParked:       ptr(bridge.DefaultMaxParked),
-		LogFormat:       ptr(DefaultLogFormat),
-		LogLevel:        ptr(DefaultLogLevel),
+		Host:                   ptr(DefaultHost),
+		Port:                   ptr(DefaultPort),
+		Path:                   ptr(httpapi.DefaultPath),
+		LegacySSE:              ptr(DefaultLegacySSE),
+		Mode:                   ptr(bridge.ModePerSession),
+		SpawnQueue:             ptr(bridge.DefaultSpawnQueue),
+		ResponseMode:           ptr(httpapi.ModeAuto),
+		SSEDelay:               ptr(httpapi.DefaultSSEDelay),
+		MaxBodyBytes:           ptr[int64](httpapi.DefaultMaxBodyBytes),
+		MaxMessageBytes:        ptr(stdio.DefaultMaxLineBytes),
+		MaxSessions:            ptr(bridge.DefaultMaxSessions),
+		IdleTimeout:            ptr(bridge.DefaultIdleTimeout),
+		RequestTimeout:         ptr(bridge.DefaultRequestTimeout),
+		InitTimeout:            ptr(bridge.DefaultInitTimeout),
+		QueueLimit:             ptr(bridge.DefaultQueueLimit),
+		EventLogEvents:         ptr(bridge.DefaultEventLogEvents),
+		EventLogBytes:          ptr(bridge.DefaultEventLogBytes),
+		StopGrace:              ptr(stdio.DefaultStopGrace),
+		Containment:            ptr(string(stdio.ContainAuto)),
+		ShutdownTimeout:        ptr(DefaultShutdownTimeout),
+		ReadTimeout:            ptr(httpapi.DefaultReadTimeout),
+		KeepAlive:              ptr(httpapi.DefaultKeepAlive),
+		Web:                    ptr(DefaultWeb),
+		Modern:                 ptr(DefaultModern),
+		ChildProtocol:          ptr(bridge.ChildProtocolAuto),
+		InputTTL:               ptr(bridge.DefaultInputTTL),
+		MaxParked:              ptr(bridge.DefaultMaxParked),
+		MaxStreamsPerPrincipal: ptr(httpapi.DefaultMaxStreamsPerPrincipal),
+		LogFormat:              ptr(DefaultLogFormat),
+		LogLevel:               ptr(DefaultLogLevel),
 	}
 }
 
