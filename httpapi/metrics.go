@@ -379,7 +379,7 @@ var (
 	descChildrenRestarted = prometheus.NewDesc("mcp_bridge_children_restarted_total",
 		"Shared MCP server processes restarted after a crash.", nil, nil)
 	descChildren = prometheus.NewDesc("mcp_bridge_children",
-		"MCP server processes alive, waiting ones included.", nil, nil)
+		"MCP server processes alive or starting, waiting ones included: the --max-children slots taken.", nil, nil)
 	descWaiting = prometheus.NewDesc("mcp_bridge_children_waiting",
 		"MCP server processes started and waiting for a session (--prespawn).", nil, nil)
 	descUnroutable = prometheus.NewDesc("mcp_bridge_unroutable_responses_total",
