@@ -140,10 +140,13 @@ type Config struct {
 	ChildProtocol string
 	// InputTTL is how long a call waits, parked, for its modern client's
 	// retry with the input the child asked for (MRTR); then the child's
-	// questions are declined and the call cancelled. Default 10 min.
+	// questions are declined and the call cancelled. A parked call holds
+	// a process. Default 2 min (docs/decisions.md, "MCP 2026-07-28").
 	InputTTL time.Duration
-	// MaxParked caps the calls parked for one principal's retries.
-	// Default 16.
+	// MaxParked caps one principal's calls on leased children, running or
+	// parked: each may park for its client's input at any moment, so its
+	// place is taken before its process starts, and a call over the cap
+	// costs no process (429). Default 16.
 	MaxParked int
 	// ReplicaID names this bridge in the requestState handles it gives
 	// out, so a load balancer can route a retry to the replica that holds
@@ -190,6 +193,9 @@ type Stats struct {
 	InputRefused           atomic.Int64 // retries refused: bad, foreign, used or expired requestState
 	InputMissingCapability atomic.Int64 // calls that failed after the child asked what the client cannot give (-32021)
 	ParkedDrops            atomic.Int64 // notifications a parked call's child sent, dropped
+	// InputPreempted: parked calls ended to give their process to another
+	// principal holding fewer (--max-children; budget.go).
+	InputPreempted atomic.Int64
 }
 
 // Bridge holds the live sessions.
@@ -208,7 +214,7 @@ type Bridge struct {
 	identities map[string]*upstream
 
 	streamIDs    atomic.Int64   // stream ids given out
-	children     atomic.Int64   // child processes alive
+	children     slots          // the process budget, MaxChildren (budget.go)
 	pool         chan *upstream // started children waiting for a session (refill's)
 	poolKick     chan struct{}  // capacity 1: the pool may need refilling
 	spawnSem     chan struct{}  // spawnConcurrency slots
@@ -231,11 +237,14 @@ type Bridge struct {
 	probeMu  sync.Mutex             // one probe at a time
 	listens  map[*ModernCall]bool   // open listens, which Drain ends
 	running  map[*ModernCall]bool   // calls in progress on a child (Snapshot)
-	exMu     sync.Mutex             // guards exchanges and parkedBy; a leaf
+	exMu     sync.Mutex             // guards exchanges and leasedBy; a leaf
 	// exchanges are the calls parked for their clients' retries, by
-	// requestState handle; parkedBy counts them by owner.
+	// requestState handle. leasedBy counts the calls on leased children,
+	// running or parked, by owner (an owner with none has no entry), and
+	// leased all of them (enterLeased).
 	exchanges map[string]*exchange
-	parkedBy  map[string]int
+	leasedBy  map[string]int
+	leased    int
 	// stateKey seals the modern child's requestStates the bridge relays
 	// (wrapState, sealed.go); random, this process's own. spent holds the
 	// ids of the wrappers used (until they expire), under exMu;
@@ -327,7 +336,7 @@ func newBridge(cfg Config, start startFunc) (*Bridge, error) {
 		listens:    make(map[*ModernCall]bool),
 		running:    make(map[*ModernCall]bool),
 		exchanges:  make(map[string]*exchange),
-		parkedBy:   make(map[string]int),
+		leasedBy:   make(map[string]int),
 		shutdown:   make(chan struct{}),
 	}
 	if _, err := rand.Read(b.stateKey[:]); err != nil {
@@ -338,6 +347,7 @@ func newBridge(cfg Config, start startFunc) (*Bridge, error) {
 		return nil, fmt.Errorf("bridge: requestState cipher: %w", err)
 	}
 	b.stateAEAD, b.spent, b.spentSweep = aead, map[[16]byte]int64{}, 1024
+	b.children.max = int64(cfg.MaxChildren)
 	b.spawnSem = make(chan struct{}, spawnConcurrency)
 	b.pool = make(chan *upstream, cfg.Prespawn)
 	b.poolKick = make(chan struct{}, 1)
@@ -417,9 +427,9 @@ func (b *Bridge) Initialize(ctx context.Context, req InitRequest) (*Session, *St
 		var u *upstream
 		var err *Error
 		if b.cfg.Mode == ModeShared {
-			u, err = b.sharedUpstream()
+			u, err = b.sharedUpstream(ctx, owner.Key)
 		} else {
-			u, err = b.identityUpstream(owner, env)
+			u, err = b.identityUpstream(ctx, owner, env)
 		}
 		if err != nil {
 			release()
@@ -487,33 +497,59 @@ func (b *Bridge) attachChild(ctx context.Context, s *Session, env []string) *Err
 			return nil
 		}
 	}
-	if b.children.Load() >= int64(b.cfg.MaxChildren) {
-		return &Error{Kind: KindUnavailable, Code: CodeInternalError, Message: "too many MCP server processes (--max-children); try again shortly"}
-	}
-	if b.spawnWaiting.Add(1) > int64(b.cfg.SpawnQueue) {
-		b.spawnWaiting.Add(-1)
-		return &Error{Kind: KindUnavailable, Code: CodeInternalError, Message: "too many sessions waiting for an MCP server process to start; try again shortly"}
-	}
-	select {
-	case b.spawnSem <- struct{}{}:
-		b.spawnWaiting.Add(-1)
-	case <-ctx.Done():
-		b.spawnWaiting.Add(-1)
-		return errClientGone
-	case <-b.shutdown:
-		b.spawnWaiting.Add(-1)
-		return ErrClosing
-	}
-	defer func() { <-b.spawnSem }()
 	u := newUpstream(b, false)
 	u.env = env
 	u.logp.Store(s.log)
+	if err := b.reserve(ctx, u, s.owner); err != nil {
+		return err
+	}
+	if b.spawnWaiting.Add(1) > int64(b.cfg.SpawnQueue) {
+		b.spawnWaiting.Add(-1)
+		u.giveSlot()
+		return &Error{Kind: KindUnavailable, Code: CodeInternalError, Message: "too many sessions waiting for an MCP server process to start; try again shortly"}
+	}
+	release, err := b.spawnTurn(ctx)
+	b.spawnWaiting.Add(-1)
+	if err != nil {
+		u.giveSlot()
+		return err
+	}
+	defer release()
 	s.up = u
 	u.sessions[s] = true
 	if err := u.start(s.log); err != nil {
 		return errCannotStart(err)
 	}
 	return nil
+}
+
+// reserve takes a slot of the process budget for u before its child
+// starts, making room for owner if none is free (withRoom).
+func (b *Bridge) reserve(ctx context.Context, u *upstream, owner string) *Error {
+	_, err := withRoom(ctx, b, owner, func() (struct{}, error) {
+		if !u.takeSlot() {
+			return struct{}{}, errNoSlot
+		}
+		return struct{}{}, nil
+	})
+	if err != nil {
+		return errCannotStart(err)
+	}
+	return nil
+}
+
+// spawnTurn waits for one of the spawnConcurrency turns to start a
+// process; release gives it back. The wait ends with ctx (the client
+// left) or the bridge's shutdown.
+func (b *Bridge) spawnTurn(ctx context.Context) (release func(), err *Error) {
+	select {
+	case b.spawnSem <- struct{}{}:
+		return func() { <-b.spawnSem }, nil
+	case <-ctx.Done():
+		return nil, errClientGone
+	case <-b.shutdown:
+		return nil, ErrClosing
+	}
 }
 
 func (b *Bridge) kickPool() {
@@ -614,41 +650,55 @@ var (
 	errRestarting   = &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the MCP server is restarting; try again shortly"}
 )
 
-// sharedUpstream returns the shared child, starting it on first use.
-func (b *Bridge) sharedUpstream() (*upstream, *Error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.shared == nil {
-		u := newUpstream(b, true)
-		if err := u.start(b.log); err != nil {
-			return nil, errCannotStart(err)
+// sharedUpstream returns the shared child, starting it on first use
+// (making room for owner within the process budget).
+func (b *Bridge) sharedUpstream(ctx context.Context, owner string) (*upstream, *Error) {
+	u, err := withRoom(ctx, b, owner, func() (*upstream, error) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.shared == nil {
+			u := newUpstream(b, true)
+			if err := u.start(b.log); err != nil {
+				return nil, err
+			}
+			b.shared = u
 		}
-		b.shared = u
+		return b.shared, nil
+	})
+	if err != nil {
+		return nil, errCannotStart(err)
 	}
-	return b.shared, nil
+	return u, nil
 }
 
 // identityUpstream returns owner's child, starting it (with env) when
-// the owner has none or its last one is stopping.
-func (b *Bridge) identityUpstream(owner Owner, env []string) (*upstream, *Error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if u := b.identities[owner.Key]; u != nil {
-		u.mu.Lock()
-		ok := !u.stopping && !u.dead
-		u.mu.Unlock()
-		if ok {
-			return u, nil
+// the owner has none or its last one is stopping (making room within the
+// process budget).
+func (b *Bridge) identityUpstream(ctx context.Context, owner Owner, env []string) (*upstream, *Error) {
+	u, err := withRoom(ctx, b, owner.Key, func() (*upstream, error) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if u := b.identities[owner.Key]; u != nil {
+			u.mu.Lock()
+			ok := !u.stopping && !u.dead
+			u.mu.Unlock()
+			if ok {
+				return u, nil
+			}
 		}
-	}
-	u := newUpstream(b, true)
-	u.identity, u.identityName, u.env, u.perIdentity = owner.Key, owner.Name, env, true
-	log := b.log.With("principal", owner.Name)
-	u.logp.Store(log)
-	if err := u.start(log); err != nil {
+		u := newUpstream(b, true)
+		u.identity, u.identityName, u.env, u.perIdentity = owner.Key, owner.Name, env, true
+		log := b.log.With("principal", owner.Name)
+		u.logp.Store(log)
+		if err := u.start(log); err != nil {
+			return nil, err
+		}
+		b.identities[owner.Key] = u
+		return u, nil
+	})
+	if err != nil {
 		return nil, errCannotStart(err)
 	}
-	b.identities[owner.Key] = u
 	return u, nil
 }
 
@@ -676,7 +726,9 @@ const statelessParams = `{"protocolVersion":"2025-11-25","capabilities":{},"clie
 // answer, from the cached InitializeResult. ctx is the client's request:
 // the wait for the child's initialization ends when it does.
 func (b *Bridge) Stateless(ctx context.Context, msg *Message) (*Session, []byte, error) {
-	u, err := b.sharedUpstream()
+	// The shared child is everyone's: started for no principal in
+	// particular.
+	u, err := b.sharedUpstream(ctx, "")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -816,8 +868,9 @@ func (c *Config) maxLine() int {
 // WaitingChildren is the number of started children waiting in the pool.
 func (b *Bridge) WaitingChildren() int { return len(b.pool) }
 
-// Children is the number of child processes alive.
-func (b *Bridge) Children() int { return int(b.children.Load()) }
+// Children is the number of child processes alive or starting: the slots
+// of the process budget (MaxChildren) taken.
+func (b *Bridge) Children() int { return int(b.children.n.Load()) }
 
 // markReady publishes that s has its child (s.up), for Snapshot.
 // It reports false when the bridge began draining or closing meanwhile
@@ -835,10 +888,20 @@ func (b *Bridge) markReady(s *Session) bool {
 func (b *Bridge) reclaimPools(now time.Time) {
 	b.mu.Lock()
 	var stop []*upstream
+	var left []*modernPool
 	for _, p := range b.pools {
 		stop = append(stop, p.reclaim(now, b.cfg.IdleTimeout)...)
+		left = append(left, p)
 	}
 	b.mu.Unlock()
+	for _, p := range left {
+		p.mu.Lock()
+		empty := p.emptyLocked()
+		p.mu.Unlock()
+		if empty {
+			b.forgetPool(p)
+		}
+	}
 	for _, u := range stop {
 		u.logger().Info("modern pool idle; stopping its child", "idle_timeout", b.cfg.IdleTimeout)
 		b.track(func() { u.stop(context.Background()) })

@@ -18,6 +18,7 @@ const (
 	KindConflict                // e.g. a second GET stream on a session
 	KindUnavailable             // over a limit (sessions): try again later
 	KindGone                    // what a client asked to have again has aged out
+	KindTooMany                 // over a per-principal limit: this principal must wait, others need not
 )
 
 // JSON-RPC error codes the bridge uses. The -32000..-32099 range is for
@@ -108,10 +109,17 @@ func invalid(code int, msg string, id json.RawMessage) *Error {
 }
 
 // errCannotStart is the error of a child that did not start: the bridge
-// closing, or the process failing to start (err, for the log).
+// closing, the process budget spent (--max-children), a wait that ended,
+// or the process failing to start (err, for the log).
 func errCannotStart(err error) *Error {
-	if errors.Is(err, ErrClosing) {
+	if e, ok := err.(*Error); ok {
+		return e
+	}
+	switch {
+	case errors.Is(err, ErrClosing):
 		return ErrClosing
+	case errors.Is(err, errNoSlot):
+		return errTooManyChildren
 	}
 	return &Error{Kind: KindInternal, Code: CodeInternalError, Message: "could not start the MCP server process", Err: err}
 }

@@ -192,10 +192,13 @@ func (b *Bridge) refill() {
 			b.emptyPool()
 			return
 		}
-		for len(b.pool) < cap(b.pool) && b.children.Load() < int64(b.cfg.MaxChildren) {
+		for len(b.pool) < cap(b.pool) {
 			u := newUpstream(b, false)
 			if err := u.start(b.log); err != nil {
-				if !errors.Is(err, ErrClosing) {
+				// Every slot taken is no error: the pool fills as slots
+				// are given back (watch kicks it when a child it stopped
+				// is gone).
+				if !errors.Is(err, ErrClosing) && !errors.Is(err, errNoSlot) {
 					b.log.Error("cannot start a waiting MCP server process", "err", err)
 				}
 				break

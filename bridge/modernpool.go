@@ -54,9 +54,10 @@ const (
 
 // Defaults of the modern era's settings.
 const (
-	DefaultInputTTL  = 10 * time.Minute
+	DefaultInputTTL  = 2 * time.Minute
 	DefaultMaxParked = 16
-	// maxParkedTotal bounds the calls parked for all principals together.
+	// maxParkedTotal bounds the calls on leased children (running or
+	// parked) of all principals together.
 	maxParkedTotal = 1024
 	// maxIdleLeases bounds the leased children a principal keeps warm.
 	maxIdleLeases = 4
@@ -124,13 +125,44 @@ func (p *modernPool) done() {
 	p.mu.Lock()
 	p.active--
 	p.used = p.b.cfg.Now()
+	empty := p.emptyLocked()
 	p.mu.Unlock()
+	if empty {
+		p.b.forgetPool(p)
+	}
+}
+
+// emptyLocked reports whether the pool holds no call and no child:
+// nothing a principal's next request needs that a new pool lacks (its
+// tool headers are learnt again from the new base child). Called with
+// p.mu held.
+func (p *modernPool) emptyLocked() bool {
+	return p.active == 0 && p.base == nil && len(p.idle) == 0 && len(p.leased) == 0
+}
+
+// forgetPool drops a principal's pool from the bridge's map once it holds
+// no call and no child, so the map holds the principals with something
+// live, not every JWT subject ever seen. The one pool of shared and
+// stateless mode stays: it serves everyone on the shared child.
+func (b *Bridge) forgetPool(p *modernPool) {
+	if b.cfg.Mode == ModeShared || b.cfg.Stateless {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// A call that found the pool meanwhile made it active again
+	// (modernPool counts it under b.mu).
+	if b.pools[p.key] == p && p.emptyLocked() {
+		delete(b.pools, p.key)
+	}
 }
 
 // ready returns the pool's base child, started, its era known and, if it
 // is legacy, initialized.
 func (p *modernPool) ready(ctx context.Context) (*upstream, childEra, error) {
-	u, err := p.baseUpstream()
+	u, err := p.baseUpstream(ctx)
 	if err != nil {
 		return nil, eraUnknown, err
 	}
@@ -157,41 +189,56 @@ func (p *modernPool) ready(ctx context.Context) (*upstream, childEra, error) {
 	return u, era, nil
 }
 
-// baseUpstream returns the pool's base child, starting it on first use.
-func (p *modernPool) baseUpstream() (*upstream, error) {
+// baseUpstream returns the pool's base child, starting it on first use
+// within the process budget and the spawn turns, as a session's child.
+func (p *modernPool) baseUpstream(ctx context.Context) (*upstream, error) {
 	b := p.b
 	if b.cfg.Mode == ModeShared || b.cfg.Stateless {
-		u, err := b.sharedUpstream()
+		u, err := b.sharedUpstream(ctx, p.key)
 		if err != nil {
 			return nil, err
 		}
 		return u, nil
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.base != nil {
-		p.base.mu.Lock()
-		dead, stopping := p.base.dead, p.base.stopping
-		p.base.mu.Unlock()
-		switch {
-		case dead:
-			// Its crash-loop breaker tripped: as for the shared child,
-			// the server is down rather than started again per request.
-			return nil, ErrSharedDown
-		case !stopping:
-			return p.base, nil
+	u, err := withRoom(ctx, b, p.key, func() (*upstream, error) {
+		// p.mu is held while the base starts, so the pool starts one; it
+		// is let go while room is made, which takes the pools' locks.
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.base != nil {
+			p.base.mu.Lock()
+			dead, stopping := p.base.dead, p.base.stopping
+			p.base.mu.Unlock()
+			switch {
+			case dead:
+				// Its crash-loop breaker tripped: as for the shared
+				// child, the server is down rather than started again
+				// per request.
+				return nil, ErrSharedDown
+			case !stopping:
+				return p.base, nil
+			}
 		}
+		u := newUpstream(b, true)
+		u.env, u.modernOnly = p.env, true
+		if !u.takeSlot() {
+			return nil, errNoSlot
+		}
+		release, err := b.spawnTurn(ctx)
+		if err != nil {
+			u.giveSlot()
+			return nil, err
+		}
+		defer release()
+		if err := u.start(b.log.With("serves", "2026-07-28 clients")); err != nil {
+			return nil, err
+		}
+		p.base, p.ownBase = u, true
+		return u, nil
+	})
+	if err != nil {
+		return nil, errCannotStart(err)
 	}
-	if b.children.Load() >= int64(b.cfg.MaxChildren) {
-		return nil, errTooManyChildren
-	}
-	u := newUpstream(b, true)
-	u.env, u.modernOnly = p.env, true
-	log := b.log.With("serves", "2026-07-28 clients")
-	if err := u.start(log); err != nil {
-		return nil, errCouldNotStartChild(err)
-	}
-	p.base, p.ownBase = u, true
 	return u, nil
 }
 
@@ -320,13 +367,56 @@ func (b *Bridge) initShared(ctx context.Context, u *upstream, params string) err
 
 // lease returns a legacy child for one call of owner's, its own until the
 // call is over (release): a warm one of owner's, or a new one initialized
-// with profileParams, within MaxChildren.
+// with profileParams, within MaxChildren. The call's place under
+// --max-parked is taken first: a call over it costs no process.
 func (p *modernPool) lease(ctx context.Context, owner string, base *upstream) (*upstream, error) {
+	if err := p.b.enterLeased(owner); err != nil {
+		return nil, err
+	}
+	u, err := p.leaseChild(ctx, owner, base)
+	if err != nil {
+		p.b.leaveLeased(owner)
+		return nil, err
+	}
+	return u, nil
+}
+
+// enterLeased takes a place for a call of owner's on a leased child,
+// within MaxParked and maxParkedTotal.
+func (b *Bridge) enterLeased(owner string) *Error {
+	b.exMu.Lock()
+	defer b.exMu.Unlock()
+	switch {
+	case b.leasedBy[owner] >= b.cfg.MaxParked:
+		return &Error{Kind: KindTooMany, Code: CodeInternalError,
+			Message: "too many calls of this principal may wait for its clients' input (--max-parked); answer or abandon one first"}
+	case b.leased >= maxParkedTotal:
+		return &Error{Kind: KindUnavailable, Code: CodeInternalError,
+			Message: "too many calls may wait for their clients' input; try again shortly"}
+	}
+	b.leasedBy[owner]++
+	b.leased++
+	return nil
+}
+
+// leaveLeased gives back the place enterLeased took; an owner with none
+// left is forgotten.
+func (b *Bridge) leaveLeased(owner string) {
+	b.exMu.Lock()
+	defer b.exMu.Unlock()
+	if b.leasedBy[owner]--; b.leasedBy[owner] <= 0 {
+		delete(b.leasedBy, owner)
+	}
+	b.leased--
+}
+
+// leaseChild is lease's child: a warm one, or a new one.
+func (p *modernPool) leaseChild(ctx context.Context, owner string, base *upstream) (*upstream, error) {
 	b := p.b
 	p.mu.Lock()
 	for list := p.idle[owner]; len(list) > 0; list = p.idle[owner] {
 		u := list[len(list)-1].u // the warmest
-		p.idle[owner] = list[:len(list)-1]
+		p.setIdleLocked(owner, list[:len(list)-1])
 		u.mu.Lock()
 		alive := u.child != nil && !u.stopping
 		u.mu.Unlock()
@@ -337,23 +427,21 @@ func (p *modernPool) lease(ctx context.Context, owner string, base *upstream) (*
 		}
 	}
 	p.mu.Unlock()
-	if b.children.Load() >= int64(b.cfg.MaxChildren) && !b.evictIdleLease() {
-		return nil, errTooManyChildren
-	}
-	select {
-	case b.spawnSem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, errClientGone
-	case <-b.shutdown:
-		return nil, ErrClosing
-	}
-	defer func() { <-b.spawnSem }()
 	u := newUpstream(b, false)
 	u.env, u.hub = p.env, base
+	if err := b.reserve(ctx, u, owner); err != nil {
+		return nil, err
+	}
+	release, err := b.spawnTurn(ctx)
+	if err != nil {
+		u.giveSlot()
+		return nil, err
+	}
+	defer release()
 	log := b.log.With("leased", true)
 	u.logp.Store(log)
 	if err := u.start(log); err != nil {
-		return nil, errCouldNotStartChild(err)
+		return nil, errCannotStart(err)
 	}
 	if err := b.initLease(ctx, u); err != nil {
 		go u.stop(context.Background()) // its watch ends with it
@@ -406,6 +494,7 @@ func (b *Bridge) initLease(ctx context.Context, u *upstream) error {
 // release gives a lease back after its call: to the owner's warm ones if
 // it can serve again (reuse), else it is stopped.
 func (p *modernPool) release(u *upstream, owner string, reuse bool) {
+	p.b.leaveLeased(owner)
 	p.mu.Lock()
 	delete(p.leased, u)
 	u.mu.Lock()
@@ -418,6 +507,17 @@ func (p *modernPool) release(u *upstream, owner string, reuse bool) {
 	}
 	p.mu.Unlock()
 	p.b.track(func() { u.stop(context.Background()) })
+}
+
+// setIdleLocked sets owner's warm leases; an owner with none left is
+// forgotten (the shared pool keeps them by owner, for every principal).
+// Called with p.mu held.
+func (p *modernPool) setIdleLocked(owner string, list []idleLease) {
+	if len(list) == 0 {
+		delete(p.idle, owner)
+		return
+	}
+	p.idle[owner] = list
 }
 
 // reclaim takes out of the pool, for the caller to stop, the warm leases
@@ -436,9 +536,7 @@ func (p *modernPool) reclaim(now time.Time, d time.Duration) []*upstream {
 				keep = append(keep, l)
 			}
 		}
-		if p.idle[k] = keep; len(keep) == 0 {
-			delete(p.idle, k)
-		}
+		p.setIdleLocked(k, keep)
 	}
 	if p.active == 0 && now.Sub(p.used) >= d && p.ownBase && p.base != nil && len(p.leased) == 0 {
 		out = append(out, p.base)
@@ -447,43 +545,43 @@ func (p *modernPool) reclaim(now time.Time, d time.Duration) []*upstream {
 	return out
 }
 
-// evictIdleLease stops the warm lease idle longest, of any pool and
-// owner, to make room for a process under --max-children: a warm child
-// must not keep another principal's call from running. It reports
-// whether there was one.
-func (b *Bridge) evictIdleLease() bool {
+// takeIdleLease takes the warm lease idle longest, of any pool and owner,
+// out of its pool, for the caller to stop: the room a process needs under
+// --max-children (makeRoom). Nil if there is none.
+func (b *Bridge) takeIdleLease() *upstream {
 	b.mu.Lock()
 	pools := make([]*modernPool, 0, len(b.pools))
 	for _, p := range b.pools {
 		pools = append(pools, p)
 	}
 	b.mu.Unlock()
-	var oldest *modernPool
-	var owner string
-	var at time.Time
-	for _, p := range pools {
-		p.mu.Lock()
-		for k, list := range p.idle {
-			if len(list) > 0 && (oldest == nil || list[0].since.Before(at)) {
-				oldest, owner, at = p, k, list[0].since
+	for {
+		var oldest *modernPool
+		var owner string
+		var at time.Time
+		for _, p := range pools {
+			p.mu.Lock()
+			for k, list := range p.idle {
+				if len(list) > 0 && (oldest == nil || list[0].since.Before(at)) {
+					oldest, owner, at = p, k, list[0].since
+				}
 			}
+			p.mu.Unlock()
 		}
-		p.mu.Unlock()
-	}
-	if oldest == nil {
-		return false
-	}
-	oldest.mu.Lock()
-	list := oldest.idle[owner]
-	if len(list) == 0 {
+		if oldest == nil {
+			return nil
+		}
+		oldest.mu.Lock()
+		list := oldest.idle[owner]
+		if len(list) == 0 || !list[0].since.Equal(at) {
+			oldest.mu.Unlock()
+			continue // taken meanwhile: look again
+		}
+		u := list[0].u
+		oldest.setIdleLocked(owner, list[1:])
 		oldest.mu.Unlock()
-		return false
+		return u
 	}
-	u := list[0].u
-	oldest.idle[owner] = list[1:]
-	oldest.mu.Unlock()
-	u.stop(context.Background()) // it must be gone before the new one starts
-	return true
 }
 
 // all takes every child out of the pool, for Close to stop.
@@ -506,13 +604,6 @@ func (p *modernPool) all() []*upstream {
 		p.base = nil
 	}
 	return out
-}
-
-// Errors of the modern pool.
-var errTooManyChildren = &Error{Kind: KindUnavailable, Code: CodeInternalError, Message: "too many MCP server processes (--max-children); try again shortly"}
-
-func errCouldNotStartChild(err error) *Error {
-	return &Error{Kind: KindInternal, Code: CodeInternalError, Message: "could not start the MCP server process", Err: err}
 }
 
 // markModern says the child passes modern requests through: its

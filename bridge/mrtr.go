@@ -258,17 +258,9 @@ func (mc *ModernCall) park() ([]byte, error) {
 		mc.exchange = newExchangeID()
 	}
 	ex := &exchange{call: mc, round: r, owner: mc.owner.Key, method: mc.method, target: mc.target, args: mc.argsDigest(), keys: mc.keys, id: mc.exchange}
+	// Its place under --max-parked was taken with its lease (enterLeased).
 	b.exMu.Lock()
-	if b.parkedBy[ex.owner] >= b.cfg.MaxParked || len(b.exchanges) >= maxParkedTotal {
-		b.exMu.Unlock()
-		mc.answerUnasked(r, "too many calls wait for their clients' input")
-		mc.cancel("too many calls wait for their clients' input")
-		mc.cancelled = true
-		return nil, &Error{Kind: KindUnavailable, Code: CodeInternalError, ID: mc.id,
-			Message: "too many calls wait for input from this principal's clients (--max-parked); answer or abandon one first"}
-	}
 	b.exchanges[handle] = ex
-	b.parkedBy[ex.owner]++
 	ex.expires = b.cfg.Now().Add(b.cfg.InputTTL)
 	ex.timer = time.AfterFunc(b.cfg.InputTTL, func() { b.expireExchange(handle, ex) })
 	b.exMu.Unlock()
@@ -351,7 +343,6 @@ func (b *Bridge) resume(ctx context.Context, mc *ModernCall, req ModernRequest) 
 		}
 	}
 	delete(b.exchanges, handle)
-	b.parkedBy[ex.owner]--
 	ex.timer.Stop()
 	b.exMu.Unlock()
 
@@ -412,11 +403,11 @@ func (b *Bridge) expireExchange(handle string, ex *exchange) {
 		return
 	}
 	delete(b.exchanges, handle)
-	b.parkedBy[ex.owner]--
 	b.exMu.Unlock()
-	b.stats.InputExpired.Add(1)
 	b.log.Info("a call waiting for its client's input expired (--input-ttl); cancelled it", "method", ex.method, "principal", ex.call.owner.Name)
 	ex.call.abandon(ex.round, "its client did not answer within --input-ttl")
+	// Counted once it has given its place under --max-parked back.
+	b.stats.InputExpired.Add(1)
 }
 
 // abandon ends a parked call: its questions answered as declined or
@@ -436,7 +427,6 @@ func (b *Bridge) closeExchanges() {
 	b.exMu.Lock()
 	all := b.exchanges
 	b.exchanges = map[string]*exchange{}
-	clear(b.parkedBy)
 	b.exMu.Unlock()
 	for _, ex := range all {
 		ex.timer.Stop()

@@ -27,7 +27,7 @@ func TestReadyPingsSharedChild(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { b.Close(context.Background()) })
-			if _, err := b.sharedUpstream(); err != nil {
+			if _, err := b.sharedUpstream(t.Context(), ""); err != nil {
 				t.Fatal(err)
 			}
 			if err := b.Ready(); !errors.Is(err, tc.want) && !(tc.want == nil && err == nil) {

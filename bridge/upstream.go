@@ -38,6 +38,12 @@ type upstream struct {
 	// modernOnly: a modern pool's own base child (per-session and
 	// per-identity modes), which serves only 2026-07-28 clients.
 	modernOnly bool
+	// slot: the upstream holds a slot of the process budget (budget.go),
+	// from before its child starts until the child is gone and none
+	// follows it. freed is closed when it gives the slot back.
+	slot      atomic.Bool
+	freed     chan struct{}
+	freedOnce sync.Once
 
 	mu         sync.Mutex
 	child      child // nil while a shared child restarts
@@ -141,6 +147,7 @@ func newUpstream(b *Bridge, shared bool) *upstream {
 		serverReqs: make(map[string]*Session),
 		subs:       make(map[string]map[*Session]bool),
 		gate:       newGate(nil),
+		freed:      make(chan struct{}),
 	}
 	u.logp.Store(b.log)
 	return u
@@ -154,21 +161,28 @@ func (u *upstream) start(log *slog.Logger) error { return u.startWith(log, nil) 
 
 // startWith starts a child and, before any session can write to it, runs
 // prepare (the re-initialization of a restarted shared child): requests
-// reach a child only after what it must hear first.
+// reach a child only after what it must hear first. The child's slot of
+// the process budget is taken first (errNoSlot if none is free); watch
+// gives it back once the child is gone, and every failure here before
+// watch runs gives it back at once.
 func (u *upstream) startWith(log *slog.Logger, prepare func(child) error) error {
 	if u.b.phaseNow() == phaseClosed {
+		u.giveSlot()
 		return fmt.Errorf("%w: %w", errNotStarted, ErrClosing) // once the bridge closes, no child starts
+	}
+	if !u.takeSlot() {
+		return errNoSlot
 	}
 	opts := u.b.childOptions(log, u.env)
 	opts.OnMessage = u.fromChild
 	opts.OnOversize = u.oversize
 	child, err := u.b.start(opts)
 	if err != nil {
+		u.giveSlot()
 		u.b.stats.ChildrenFailed.Add(1)
 		return fmt.Errorf("%w: %w", errNotStarted, err)
 	}
 	u.b.stats.ChildrenSpawned.Add(1)
-	u.b.children.Add(1)
 	u.mu.Lock()
 	if g := u.gate; g.child == nil && !g.decided() {
 		// The initialization waited for is this child's; bound before
@@ -180,7 +194,7 @@ func (u *upstream) startWith(log *slog.Logger, prepare func(child) error) error 
 		// The bridge closed while it started, and no one would stop it.
 		child.Kill()
 		<-child.Done()
-		u.b.children.Add(-1)
+		u.giveSlot()
 		u.b.stats.ChildrenExitedOK.Add(1)
 		u.b.stats.ChildrenShutdown.Add(1)
 		return fmt.Errorf("%w: %w", errNotStarted, ErrClosing)
@@ -630,7 +644,6 @@ func (u *upstream) oversize(o stdio.Oversize) {
 // the session ends with it; a shared child is restarted.
 func (u *upstream) watch(child child) {
 	u.waitExit(child)
-	u.b.children.Add(-1)
 	err := child.Err()
 	tail := child.StderrTail()
 	status := exitStatus(err)
@@ -678,6 +691,9 @@ func (u *upstream) watch(child child) {
 		}
 	}
 	u.mu.Unlock()
+	if !restart {
+		u.giveSlot() // gone, and nothing follows it; a restart keeps the slot
+	}
 
 	switch {
 	case unresponsive:
@@ -697,8 +713,10 @@ func (u *upstream) watch(child child) {
 	for _, s := range ending {
 		s.end()
 	}
-	if len(ending) == 0 && !u.shared && !stopping {
-		u.b.kickPool() // a waiting child died
+	if (len(ending) == 0 && !u.shared && !stopping) || (stopping && !restart) {
+		// A waiting child died, or a child the bridge stopped gave its
+		// slot back: the warm pool may refill.
+		u.b.kickPool()
 	}
 	if restart {
 		u.restart()
@@ -984,6 +1002,7 @@ func (u *upstream) restart() {
 	case <-t.C:
 	case <-u.b.shutdown:
 		t.Stop()
+		u.giveSlot() // kept for the restart that will not be
 		u.mu.Lock()
 		u.downLocked(ErrClosing)
 		u.mu.Unlock()

@@ -41,7 +41,7 @@ func auditLines(t *testing.T, b *syncBuffer) []auditLine {
 // TestAuditRefusals: what the bridge refuses itself is audited as refused,
 // with its JSON-RPC code, HTTP status and the reason its client was
 // given: a header that differs from the body (400), a session that does
-// not exist (404), a call over --max-parked (503), a body that is not
+// not exist (404), a call over --max-parked (429), a body that is not
 // JSON (400).
 func TestAuditRefusals(t *testing.T) {
 	audit := &syncBuffer{}
@@ -63,9 +63,9 @@ func TestAuditRefusals(t *testing.T) {
 	if resp := e.do(req{sid: "no-such-session", header: bearer, body: `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`}); resp.StatusCode != 404 {
 		t.Fatalf("unknown session: %d", resp.StatusCode)
 	}
-	// 503: the second parked call of alice, over --max-parked 1.
+	// 429: the second parked call of alice, over --max-parked 1.
 	e.startSample(3, aliceToken, "first")
-	if resp := e.do(sampleCall(4, aliceToken, "second", "", "", "").req()); resp.StatusCode != 503 {
+	if resp := e.do(sampleCall(4, aliceToken, "second", "", "", "").req()); resp.StatusCode != 429 {
 		t.Fatalf("over --max-parked: %d", resp.StatusCode)
 	}
 	// 400: not JSON.
@@ -86,7 +86,7 @@ func TestAuditRefusals(t *testing.T) {
 		"tools/call refused -32020 400",
 		"tools/list refused -32001 404",
 		"tools/call input_required 0 0",
-		"tools/call refused -32603 503",
+		"tools/call refused -32603 429",
 		" refused -32700 400",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -37,6 +37,8 @@ func errorStatus(k bridge.Kind) int {
 		return http.StatusServiceUnavailable
 	case bridge.KindGone:
 		return http.StatusGone
+	case bridge.KindTooMany:
+		return http.StatusTooManyRequests
 	default:
 		return http.StatusInternalServerError
 	}
@@ -71,9 +73,9 @@ func toHTTPError(err error) *httpError {
 	var be *bridge.Error
 	if errors.As(err, &be) {
 		he := &httpError{status: errorStatus(be.Kind), code: be.Code, msg: be.Message, id: be.ID, data: be.Data}
-		if be.Kind == bridge.KindUnavailable {
-			// Sessions end all the time; a moment later there is room.
-			// A breaker says when it lets a start through again.
+		if be.Kind == bridge.KindUnavailable || be.Kind == bridge.KindTooMany {
+			// Sessions and calls end all the time; a moment later there
+			// is room. A breaker says when it lets a start through again.
 			after := 1
 			if be.RetryAfter > 0 {
 				after = int(math.Ceil(be.RetryAfter.Seconds()))

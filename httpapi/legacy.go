@@ -231,6 +231,11 @@ func (l *legacy) get(w http.ResponseWriter, r *http.Request) error {
 		return &httpError{status: http.StatusNotAcceptable, code: bridge.CodeInvalidRequest,
 			msg: "Not Acceptable: the Accept header must include text/event-stream"}
 	}
+	closed, err := l.h.limits.openStream(principal(r))
+	if err != nil {
+		return err
+	}
+	defer closed()
 	id := bridge.NewID()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()

@@ -15,13 +15,14 @@ import (
 )
 
 // limits are the per-principal caps: live sessions, POSTs being served at
-// once, and a request rate. Each refusal is 429 with Retry-After. They are
-// explicit counters rather than chi's Throttle, which would count every
-// long-lived stream against the cap for its whole life (docs/decisions.md,
-// "Per-principal limits").
+// once, open streams, and a request rate. Each refusal is 429 with
+// Retry-After. They are explicit counters rather than chi's Throttle,
+// which would count every long-lived stream against the cap for its whole
+// life (docs/decisions.md, "Per-principal limits").
 type limits struct {
 	maxSessions int
 	maxInFlight int
+	maxStreams  int
 	rate        rate.Limit
 	burst       int
 	now         func() time.Time
@@ -35,16 +36,18 @@ type limits struct {
 type principalState struct {
 	sessions int
 	inFlight int
+	streams  int
 	lim      *rate.Limiter // nil without a rate limit
 }
 
 func newLimits(o Options) *limits {
-	if o.MaxSessionsPerPrincipal <= 0 && o.MaxInFlightPerPrincipal <= 0 && o.RateLimit <= 0 {
+	if o.MaxSessionsPerPrincipal <= 0 && o.MaxInFlightPerPrincipal <= 0 && o.MaxStreamsPerPrincipal <= 0 && o.RateLimit <= 0 {
 		return nil
 	}
 	l := &limits{
 		maxSessions: o.MaxSessionsPerPrincipal,
 		maxInFlight: o.MaxInFlightPerPrincipal,
+		maxStreams:  o.MaxStreamsPerPrincipal,
 		now:         o.Now,
 		m:           make(map[string]*principalState),
 		sweepAt:     1024,
@@ -75,7 +78,7 @@ func (l *limits) stateLocked(key string, now time.Time) *principalState {
 	}
 	if len(l.m) >= l.sweepAt {
 		for k, s := range l.m {
-			if s.sessions == 0 && s.inFlight == 0 && (s.lim == nil || s.lim.TokensAt(now) >= float64(l.burst)) {
+			if s.sessions == 0 && s.inFlight == 0 && s.streams == 0 && (s.lim == nil || s.lim.TokensAt(now) >= float64(l.burst)) {
 				delete(l.m, k)
 			}
 		}
@@ -125,6 +128,31 @@ func (l *limits) enter(p auth.Principal) (func(), error) {
 		l.mu.Lock()
 		s.inFlight--
 		l.mu.Unlock()
+	}, nil
+}
+
+// openStream counts a stream the principal holds open: a session's GET
+// stream, a legacy HTTP+SSE stream, a 2026-07-28 listen, a 2026-07-28
+// answer sent as SSE. Call the returned func when the stream ends; it
+// gives the place back once, however often it is called.
+func (l *limits) openStream(p auth.Principal) (close func(), err error) {
+	if l == nil || l.maxStreams <= 0 {
+		return func() {}, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.stateLocked(p.Key(), l.now())
+	if s.streams >= l.maxStreams {
+		return nil, tooMany("this principal has too many open streams (--max-streams-per-principal); close one first", time.Second)
+	}
+	s.streams++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			s.streams--
+			l.mu.Unlock()
+		})
 	}, nil
 }
 

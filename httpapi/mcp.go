@@ -270,6 +270,11 @@ func (h *mcpHandler) get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	closed, err := h.limits.openStream(principal(r))
+	if err != nil {
+		return err
+	}
+	defer closed()
 	var st *bridge.Stream
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		// "Resumption is always via HTTP GET with Last-Event-ID", for

@@ -412,7 +412,7 @@ var (
 	descChildrenRestarted = prometheus.NewDesc("mcp_bridge_children_restarted_total",
 		"Shared MCP server processes restarted after a crash.", nil, nil)
 	descChildren = prometheus.NewDesc("mcp_bridge_children",
-		"MCP server processes alive, waiting ones included.", nil, nil)
+		"MCP server processes alive or starting, waiting ones included: the --max-children slots taken.", nil, nil)
 	descWaiting = prometheus.NewDesc("mcp_bridge_children_waiting",
 		"MCP server processes started and waiting for a session (--prespawn).", nil, nil)
 	descUnroutable = prometheus.NewDesc("mcp_bridge_unroutable_responses_total",
@@ -431,6 +431,8 @@ var (
 		"2026-07-28 calls parked for their client's input: input_required results the bridge gave for a 2025 server's sampling, elicitation or roots request (MRTR).", nil, nil)
 	descInputExpired = prometheus.NewDesc("mcp_bridge_input_expired_total",
 		"Parked calls whose client did not retry within --input-ttl, cancelled.", nil, nil)
+	descInputPreempted = prometheus.NewDesc("mcp_bridge_input_preempted_total",
+		"Parked calls ended to give their process to another principal's, which held at least two fewer (--max-children).", nil, nil)
 	descInputRefused = prometheus.NewDesc("mcp_bridge_input_refused_total",
 		"Retries refused: a requestState forged, altered, used already, expired, another principal's or another replica's.", nil, nil)
 	descInputMissingCapability = prometheus.NewDesc("mcp_bridge_input_missing_capability_total",
@@ -452,7 +454,7 @@ func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSessions, descSessionsCreated, descSessionsEnded,
 		descChildrenSpawned, descChildrenFailed, descChildrenExited, descQueueDrops, descOversize, descUnroutable,
 		descChildrenRestarted, descChildren, descWaiting, descStreamsCut, descEventsEvicted, descTimedOut, descLateProgress,
-		descInputRequired, descInputExpired, descInputRefused, descInputMissingCapability, descParkedDrops, descParked, descLeased, descListens, descCancelled} {
+		descInputRequired, descInputExpired, descInputPreempted, descInputRefused, descInputMissingCapability, descParkedDrops, descParked, descLeased, descListens, descCancelled} {
 		ch <- d
 	}
 }
@@ -482,6 +484,7 @@ func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descLateProgress, s.LateProgress.Load())
 	counter(descInputRequired, s.InputRequired.Load())
 	counter(descInputExpired, s.InputExpired.Load())
+	counter(descInputPreempted, s.InputPreempted.Load())
 	counter(descInputRefused, s.InputRefused.Load())
 	counter(descInputMissingCapability, s.InputMissingCapability.Load())
 	counter(descParkedDrops, s.ParkedDrops.Load())

@@ -77,6 +77,15 @@ func (h *mcpHandler) modern(w http.ResponseWriter, r *http.Request, p *post) err
 		return h.answerOne(w, r, p, bridge.ErrorBody(&bridge.Error{Code: bridge.CodeInvalidParams,
 			Message: "tool " + quote(name) + " is not allowed for this principal (tool policy)", ID: p.msgs[0].ID()}))
 	}
+	if p.msgs[0].Method == "subscriptions/listen" {
+		// A listen is a stream for as long as its client keeps it: it
+		// counts from before it starts.
+		closed, err := h.limits.openStream(pr)
+		if err != nil {
+			return err
+		}
+		defer closed()
+	}
 	mc, err := h.b.Modern(r.Context(), bridge.ModernRequest{
 		Message: p.msgs[0],
 		Headers: modernHeaders(r),
@@ -134,6 +143,15 @@ func (h *mcpHandler) respondModern(w http.ResponseWriter, r *http.Request, p *po
 			return nil
 		}
 		first = msgs
+	}
+	if !mc.Listen() {
+		// An answer that becomes a stream counts from now; refused, the
+		// call is cancelled (Close), as the client's closing would.
+		closed, err := h.limits.openStream(principal(r))
+		if err != nil {
+			return err
+		}
+		defer closed()
 	}
 	sw, err := startSSE(ctx, w, h.opts.WriteTimeout)
 	if err != nil {

@@ -43,6 +43,11 @@ const (
 	DefaultKeepAlive    = 15 * time.Second
 	DefaultWriteTimeout = 30 * time.Second
 	DefaultReadTimeout  = 30 * time.Second
+	// DefaultMaxStreamsPerPrincipal is Options.MaxStreamsPerPrincipal's:
+	// without authentication every client is the one anonymous principal,
+	// so it is also what one such bridge serves at once (docs/decisions.md,
+	// "Per-principal limits").
+	DefaultMaxStreamsPerPrincipal = 128
 )
 
 // Options configures the HTTP API. Only Bridge is required.
@@ -133,6 +138,13 @@ type Options struct {
 	// served at once (a POST is served until its last response is
 	// written); over it, 429. GET streams do not count. 0: no cap.
 	MaxInFlightPerPrincipal int
+	// MaxStreamsPerPrincipal caps the streams one principal holds open at
+	// once: sessions' GET streams, legacy HTTP+SSE streams, 2026-07-28
+	// listens and 2026-07-28 answers sent as SSE (not a 2025 POST's
+	// stream, which is a POST in flight). Over it, 429 before anything
+	// starts. Each idle stream holds a connection and some memory
+	// (docs/performance.md, "Idle streams"). Default 128; negative: no cap.
+	MaxStreamsPerPrincipal int
 	// RateLimit is the sustained rate, in requests per second, that one
 	// principal may send to the MCP endpoint; over it, 429 with the
 	// Retry-After the bucket needs. 0: no limit.
@@ -256,6 +268,9 @@ func (o Options) withDefaults() (Options, error) {
 	o.SSEDelay = positiveOr(o.SSEDelay, DefaultSSEDelay)
 	o.KeepAlive = positiveOr(o.KeepAlive, DefaultKeepAlive)
 	o.WriteTimeout = positiveOr(o.WriteTimeout, DefaultWriteTimeout)
+	if o.MaxStreamsPerPrincipal == 0 {
+		o.MaxStreamsPerPrincipal = DefaultMaxStreamsPerPrincipal
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}

@@ -73,6 +73,16 @@ func orOff(d time.Duration) time.Duration {
 	return d
 }
 
+// orNone maps a cap whose 0 means "no cap" on the command line to
+// httpapi's convention, where the zero value is the default and negative
+// is no cap.
+func orNone(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
 // HTTP is the httpapi.Options of the settings. The caller sets what only
 // the running bridge has: Bridge, Auth (Verifier), MetricsAuth, Audit
 // (OpenAuditLog), Context and Logger. The error is for a Config that
@@ -110,6 +120,7 @@ func (c *Config) HTTP() (httpapi.Options, error) {
 		Scopes:                  r.RequireScopes,
 		MaxSessionsPerPrincipal: r.MaxSessionsPerPrincipal,
 		MaxInFlightPerPrincipal: r.MaxInFlightPerPrincipal,
+		MaxStreamsPerPrincipal:  orNone(*r.MaxStreamsPerPrincipal),
 		RateLimit:               r.RateLimit,
 		RateBurst:               r.RateBurst,
 		ToolPolicy:              policy,

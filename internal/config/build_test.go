@@ -34,7 +34,7 @@ func TestBridge(t *testing.T) {
 				MaxLineBytes: 16 << 20, StopGrace: 2 * time.Second, MaxSessions: 1000, IdleTimeout: 30 * time.Minute, UnreachableTimeout: time.Minute,
 				RequestTimeout: 5 * time.Minute, InitTimeout: 30 * time.Second,
 				QueueLimit: 1024, EventLogEvents: 4096, EventLogBytes: 4 << 20,
-				ChildProtocol: "auto", InputTTL: 10 * time.Minute, MaxParked: 16,
+				ChildProtocol: "auto", InputTTL: 2 * time.Minute, MaxParked: 16,
 			},
 		},
 		{
@@ -82,7 +82,7 @@ func TestHTTP(t *testing.T) {
 			check: func(t *testing.T, o httpapi.Options) {
 				want := httpapi.Options{
 					Path: "/mcp", MaxBodyBytes: 4 << 20, ResponseMode: "auto", SSEDelay: 50 * time.Millisecond,
-					KeepAlive: 15 * time.Second, LoopbackOnly: true, Web: true,
+					KeepAlive: 15 * time.Second, LoopbackOnly: true, Web: true, MaxStreamsPerPrincipal: 128,
 				}
 				if !reflect.DeepEqual(o, want) {
 					t.Errorf("\n got %+v\nwant %+v", o, want)
@@ -97,7 +97,7 @@ func TestHTTP(t *testing.T) {
 				KeepAlive: ptr(time.Minute), SSEMaxDuration: time.Hour, AllowOrigins: []string{"https://app.example"}, Web: ptr(false),
 				ClaimEnv:  []string{"sub=MCP_USER", "email=MCP_EMAIL"},
 				PublicURL: "https://bridge.example/mcp", JWTIssuer: "https://issuer.example", RequireScopes: []string{"mcp"},
-				MaxSessionsPerPrincipal: 1, MaxInFlightPerPrincipal: 2, RateLimit: 3, RateBurst: 4,
+				MaxSessionsPerPrincipal: 1, MaxInFlightPerPrincipal: 2, MaxStreamsPerPrincipal: ptr(0), RateLimit: 3, RateBurst: 4,
 				ToolDeny: []string{"*=rm"}, Admins: []string{"alice"}, AuditArguments: true,
 			},
 			check: func(t *testing.T, o httpapi.Options) {
@@ -110,6 +110,7 @@ func TestHTTP(t *testing.T) {
 					ClaimEnv:  map[string]string{"sub": "MCP_USER", "email": "MCP_EMAIL"},
 					PublicURL: "https://bridge.example/mcp", AuthorizationServers: []string{"https://issuer.example"}, Scopes: []string{"mcp"},
 					MaxSessionsPerPrincipal: 1, MaxInFlightPerPrincipal: 2, RateLimit: 3, RateBurst: 4, AuditArguments: true,
+					MaxStreamsPerPrincipal: -1, // 0 turns the cap off; httpapi's off is negative
 				}
 				if !reflect.DeepEqual(o, want) {
 					t.Errorf("\n got %+v\nwant %+v", o, want)

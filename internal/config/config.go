@@ -103,8 +103,8 @@ type Config struct {
 	Web                *bool          `env:"WEB" flag:"web" group:"web" help:"serve the web page at / (live view of sessions and children, and an MCP console); its feed needs the same token as the MCP endpoint; --web=false turns it off"`
 	Modern             *bool          `env:"MODERN" flag:"modern" group:"modern" help:"serve MCP 2026-07-28 clients (stateless, no initialize) on the same endpoint as 2025 sessions; --modern=false answers them as a 2025-only server does, and dual-era clients fall back to initialize"`
 	ChildProtocol      *string        `env:"CHILD_PROTOCOL" flag:"child-protocol" meta:"ERA" group:"modern" help:"what the MCP server speaks: auto (asks it once with server/discover), legacy (2025: the bridge initializes it and translates for 2026-07-28 clients) or modern (2026-07-28: requests pass through)"`
-	InputTTL           *time.Duration `env:"INPUT_TTL" flag:"input-ttl" meta:"DURATION" group:"modern" help:"how long a call waits for a 2026-07-28 client's retry with the input the server asked for (sampling, elicitation, roots); then the server's questions are declined and the call cancelled"`
-	MaxParked          *int           `env:"MAX_PARKED" flag:"max-parked" meta:"N" group:"modern" help:"most calls waiting for one principal's clients' input at once; over it, the call fails"`
+	InputTTL           *time.Duration `env:"INPUT_TTL" flag:"input-ttl" meta:"DURATION" group:"modern" help:"how long a call waits, holding its process, for a 2026-07-28 client's retry with the input the server asked for (sampling, elicitation, roots); then the server's questions are declined and the call cancelled"`
+	MaxParked          *int           `env:"MAX_PARKED" flag:"max-parked" meta:"N" group:"modern" help:"most calls of one principal that may wait for its clients' input at once (calls on processes leased to them, running or parked), checked before the process starts; over it, 429"`
 	ReplicaID          string         `env:"REPLICA_ID" flag:"replica-id" meta:"NAME" group:"modern" help:"this bridge's name in the requestState it gives 2026-07-28 clients, for a load balancer to route their retries by (letters, digits, - and _); default: random"`
 	LogFormat          *string        `env:"LOG_FORMAT" flag:"log-format" meta:"FORMAT" group:"log" help:"text or json"`
 	LogLevel           *string        `env:"LOG_LEVEL" flag:"log-level" meta:"LEVEL" group:"log" help:"debug, info, warn or error"`
@@ -121,6 +121,7 @@ type Config struct {
 	AuthServers             []string `env:"AUTH_SERVERS" envSeparator:"," flag:"auth-server" meta:"URL" group:"auth" help:"authorization server listed in /.well-known/oauth-protected-resource (repeatable); default --jwt-issuer"`
 	MaxSessionsPerPrincipal int      `env:"MAX_SESSIONS_PER_PRINCIPAL" flag:"max-sessions-per-principal" meta:"N" group:"principals" help:"most live sessions of one principal (0: only --max-sessions); over it, 429"`
 	MaxInFlightPerPrincipal int      `env:"MAX_INFLIGHT_PER_PRINCIPAL" flag:"max-inflight-per-principal" meta:"N" group:"principals" help:"most POSTs of one principal served at once (0: no cap); over it, 429"`
+	MaxStreamsPerPrincipal  *int     `env:"MAX_STREAMS_PER_PRINCIPAL" flag:"max-streams-per-principal" meta:"N" group:"principals" help:"most streams one principal holds open at once: sessions' GET streams, legacy SSE streams, 2026-07-28 listens and answers sent as SSE (0: no cap); over it, 429"`
 	RateLimit               float64  `env:"RATE_LIMIT" flag:"rate-limit" meta:"N" group:"principals" help:"requests per second one principal may send (0: no limit); over it, 429 with Retry-After"`
 	RateBurst               int      `env:"RATE_BURST" flag:"rate-burst" meta:"N" group:"principals" help:"requests one principal may send at once above --rate-limit (0: one second's worth)"`
 	ToolAllow               []string `env:"TOOL_ALLOW" envSeparator:"," flag:"tool-allow" meta:"SUBJECT=GLOB" group:"principals" help:"the tools SUBJECT (*, scope:NAME, token:NAME, jwt:SUB or a principal name) may list and call; once a subject has allow rules, other tools are denied to it (repeatable)"`
@@ -161,36 +162,37 @@ var CommonFlags = []string{"port", "host", "token-env", "config", "mode"}
 // the package that interprets the setting. --help shows these values.
 func Defaults() Config {
 	return Config{
-		Host:               ptr(DefaultHost),
-		Port:               ptr(DefaultPort),
-		Path:               ptr(httpapi.DefaultPath),
-		LegacySSE:          ptr(DefaultLegacySSE),
-		Mode:               ptr(bridge.ModePerSession),
-		SpawnQueue:         ptr(bridge.DefaultSpawnQueue),
-		ResponseMode:       ptr(httpapi.ModeAuto),
-		SSEDelay:           ptr(httpapi.DefaultSSEDelay),
-		MaxBodyBytes:       ptr[int64](httpapi.DefaultMaxBodyBytes),
-		MaxMessageBytes:    ptr(stdio.DefaultMaxLineBytes),
-		MaxSessions:        ptr(bridge.DefaultMaxSessions),
-		IdleTimeout:        ptr(bridge.DefaultIdleTimeout),
-		UnreachableTimeout: ptr(bridge.DefaultUnreachableTimeout),
-		RequestTimeout:     ptr(bridge.DefaultRequestTimeout),
-		InitTimeout:        ptr(bridge.DefaultInitTimeout),
-		QueueLimit:         ptr(bridge.DefaultQueueLimit),
-		EventLogEvents:     ptr(bridge.DefaultEventLogEvents),
-		EventLogBytes:      ptr(bridge.DefaultEventLogBytes),
-		StopGrace:          ptr(stdio.DefaultStopGrace),
-		Containment:        ptr(string(stdio.ContainAuto)),
-		ShutdownTimeout:    ptr(DefaultShutdownTimeout),
-		ReadTimeout:        ptr(httpapi.DefaultReadTimeout),
-		KeepAlive:          ptr(httpapi.DefaultKeepAlive),
-		Web:                ptr(DefaultWeb),
-		Modern:             ptr(DefaultModern),
-		ChildProtocol:      ptr(bridge.ChildProtocolAuto),
-		InputTTL:           ptr(bridge.DefaultInputTTL),
-		MaxParked:          ptr(bridge.DefaultMaxParked),
-		LogFormat:          ptr(DefaultLogFormat),
-		LogLevel:           ptr(DefaultLogLevel),
+		Host:                   ptr(DefaultHost),
+		Port:                   ptr(DefaultPort),
+		Path:                   ptr(httpapi.DefaultPath),
+		LegacySSE:              ptr(DefaultLegacySSE),
+		Mode:                   ptr(bridge.ModePerSession),
+		SpawnQueue:             ptr(bridge.DefaultSpawnQueue),
+		ResponseMode:           ptr(httpapi.ModeAuto),
+		SSEDelay:               ptr(httpapi.DefaultSSEDelay),
+		MaxBodyBytes:           ptr[int64](httpapi.DefaultMaxBodyBytes),
+		MaxMessageBytes:        ptr(stdio.DefaultMaxLineBytes),
+		MaxSessions:            ptr(bridge.DefaultMaxSessions),
+		IdleTimeout:            ptr(bridge.DefaultIdleTimeout),
+		UnreachableTimeout:     ptr(bridge.DefaultUnreachableTimeout),
+		RequestTimeout:         ptr(bridge.DefaultRequestTimeout),
+		InitTimeout:            ptr(bridge.DefaultInitTimeout),
+		QueueLimit:             ptr(bridge.DefaultQueueLimit),
+		EventLogEvents:         ptr(bridge.DefaultEventLogEvents),
+		EventLogBytes:          ptr(bridge.DefaultEventLogBytes),
+		StopGrace:              ptr(stdio.DefaultStopGrace),
+		Containment:            ptr(string(stdio.ContainAuto)),
+		ShutdownTimeout:        ptr(DefaultShutdownTimeout),
+		ReadTimeout:            ptr(httpapi.DefaultReadTimeout),
+		KeepAlive:              ptr(httpapi.DefaultKeepAlive),
+		Web:                    ptr(DefaultWeb),
+		Modern:                 ptr(DefaultModern),
+		ChildProtocol:          ptr(bridge.ChildProtocolAuto),
+		InputTTL:               ptr(bridge.DefaultInputTTL),
+		MaxParked:              ptr(bridge.DefaultMaxParked),
+		MaxStreamsPerPrincipal: ptr(httpapi.DefaultMaxStreamsPerPrincipal),
+		LogFormat:              ptr(DefaultLogFormat),
+		LogLevel:               ptr(DefaultLogLevel),
 	}
 }
 

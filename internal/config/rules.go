@@ -76,7 +76,7 @@ var rules = []rule{
 	{"auth-server", checkAuthServers},
 	{"auth-server needs authentication", checkAuthServersNeedAuth},
 	{"per-principal limits", notNegative("must not be negative",
-		"MaxInFlightPerPrincipal", "MaxSessionsPerPrincipal", "RateBurst", "RateLimit")},
+		"MaxInFlightPerPrincipal", "MaxSessionsPerPrincipal", "MaxStreamsPerPrincipal", "RateBurst", "RateLimit")},
 	{"tool rules", checkToolRules},
 	{"audit-arguments", checkAuditArguments},
 
