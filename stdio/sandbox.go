@@ -350,6 +350,33 @@ func orNone(s []string) string {
 	return strings.Join(s, ", ")
 }
 
+// SandboxSystem is what this system offers a sandbox (ProbeSandbox).
+type SandboxSystem struct {
+	Landlock   int    // the kernel's Landlock ABI; 0 without Landlock
+	Userns     bool   // a user namespace of the sandbox's own
+	UsernsNote string // why not, naming the sysctl that decides it
+	Namespaces bool   // mount, IPC, UTS and network namespaces
+	Seccomp    bool
+	// Cgroup names the controllers a delegated cgroup gives the
+	// children's groups under --containment cgroup ("" for none).
+	Cgroup string
+	// Other is what stands in for all of it on a system without them.
+	Other string
+}
+
+// String is the system in one line.
+func (s SandboxSystem) String() string {
+	if s.Other != "" {
+		return s.Other
+	}
+	us := "yes"
+	if !s.Userns {
+		us = "no: " + s.UsernsNote
+	}
+	return fmt.Sprintf("Landlock ABI %d; user namespaces: %s; other namespaces: %v; seccomp: %v; cgroup limits: %s",
+		s.Landlock, us, s.Namespaces, s.Seccomp, orNone(strings.Fields(s.Cgroup)))
+}
+
 // ErrNotEnforced is the error of a required sandbox with a right this
 // system cannot enforce.
 var ErrNotEnforced = errors.New("the sandbox asks for rights this system cannot enforce")
@@ -433,8 +460,12 @@ func (s *Sandbox) planKey(path, dir string, env []string) string {
 // Error says all of it, for the log (both hashes of a pin mismatch);
 // ClientMessage says what a client may see.
 type StartError struct {
-	Kind   string // StartPin, StartSandbox, StartExec
-	Detail string
+	Kind    string // StartPin, StartSandbox, StartExec
+	Detail  string
+	Program string // the file that was to run
+	// SHA256 and Pinned: of a pin mismatch, the hash the program has
+	// ("" if it could not be read) and the pin.
+	SHA256, Pinned string
 }
 
 // The kinds of StartError.

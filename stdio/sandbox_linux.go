@@ -144,6 +144,14 @@ var probeSandbox = sync.OnceValue(func() sandboxSupport {
 	return s
 })
 
+// ProbeSandbox says what this system offers a sandbox; the probes behind
+// it run once per process.
+func ProbeSandbox() SandboxSystem {
+	sup := probeSandbox()
+	return SandboxSystem{Landlock: sup.landlock, Userns: sup.userns, UsernsNote: sup.usernsNo,
+		Namespaces: sup.ns, Seccomp: sup.seccomp, Cgroup: cgroupControllers()}
+}
+
 // usernsRefusal says why a user namespace was refused, naming the sysctl
 // that decides it where one does.
 func usernsRefusal(err error) string {
@@ -620,7 +628,7 @@ func prepareSandbox(s *Sandbox, cmd *exec.Cmd, dir string, env []string) (*sandb
 		return nil, &StartError{Kind: StartSandbox, Detail: err.Error()}
 	}
 	if bad := p.report.NotEnforced(); len(bad) > 0 && s.required() {
-		return nil, &StartError{Kind: StartSandbox, Detail: notEnforcedError(bad).Error()}
+		return nil, &StartError{Kind: StartSandbox, Detail: notEnforcedError(bad).Error(), Program: p.launch.Path}
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -692,7 +700,12 @@ func (sp *sandboxSpawn) await(log *slog.Logger) *StartError {
 			log.Warn("sandbox", "warning", line[1:])
 		case strings.HasPrefix(line, "E"):
 			kind, detail, _ := strings.Cut(line[1:], "\t")
-			return &StartError{Kind: startKinds[kind], Detail: detail}
+			se := &StartError{Kind: startKinds[kind], Detail: detail, Program: sp.plan.launch.Path}
+			if se.Kind == StartPin {
+				se.Detail, se.SHA256, _ = strings.Cut(detail, "\t")
+				se.Pinned = sp.plan.launch.PinSHA256
+			}
+			return se
 		}
 		switch {
 		case err == io.EOF && execing:

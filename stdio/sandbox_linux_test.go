@@ -469,3 +469,27 @@ func TestSandboxUnprivileged(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxStartErrors: a child that does not start says why with a
+// StartError of its own kind, and a client message of its own: its pin
+// (TestSandboxPin), its sandbox (TestSandboxRequired), or its program,
+// which the launcher could not execute once the sandbox was in place.
+func TestSandboxStartErrors(t *testing.T) {
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "not-a-program")
+	if err := os.WriteFile(garbage, []byte("\x00\x01 neither ELF nor a script\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := stdio.Start(stdio.Options{Argv: []string{garbage}, Sandbox: &stdio.Sandbox{Preset: stdio.PresetNone}, Logger: slog.New(slog.DiscardHandler)})
+	var se *stdio.StartError
+	if !errors.As(err, &se) || se.Kind != stdio.StartExec || !strings.Contains(se.Error(), "exec format error") {
+		t.Fatalf("start: %v, want an exec StartError", err)
+	}
+	messages := map[string]bool{}
+	for _, kind := range []string{stdio.StartPin, stdio.StartSandbox, stdio.StartExec} {
+		messages[(&stdio.StartError{Kind: kind}).ClientMessage()] = true
+	}
+	if len(messages) != 3 {
+		t.Errorf("the three kinds share a client message: %v", messages)
+	}
+}

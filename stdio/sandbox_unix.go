@@ -32,6 +32,11 @@ import (
 // program: on this system, every file (nothing confines them).
 var SandboxBase = []struct{ Path, Rights string }{}
 
+// ProbeSandbox says what this system offers a sandbox.
+func ProbeSandbox() SandboxSystem {
+	return SandboxSystem{Other: "no Landlock, namespaces or seccomp on this system: limits of open files and CPU time only (rlimits)"}
+}
+
 // sandboxPlan is a Sandbox made concrete for one program on this system.
 type sandboxPlan struct {
 	launch launch.Plan
@@ -103,7 +108,7 @@ func prepareSandbox(s *Sandbox, cmd *exec.Cmd, dir string, env []string) (*sandb
 		return nil, &StartError{Kind: StartSandbox, Detail: err.Error()}
 	}
 	if bad := p.report.NotEnforced(); len(bad) > 0 && s.required() {
-		return nil, &StartError{Kind: StartSandbox, Detail: notEnforcedError(bad).Error()}
+		return nil, &StartError{Kind: StartSandbox, Detail: notEnforcedError(bad).Error(), Program: p.launch.Path}
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -159,7 +164,12 @@ func (sp *sandboxSpawn) await(log *slog.Logger) *StartError {
 			log.Warn("sandbox", "warning", line[1:])
 		case strings.HasPrefix(line, "E"):
 			kind, detail, _ := strings.Cut(line[1:], "\t")
-			return &StartError{Kind: startKinds[kind], Detail: detail}
+			se := &StartError{Kind: startKinds[kind], Detail: detail, Program: sp.plan.launch.Path}
+			if se.Kind == StartPin {
+				se.Detail, se.SHA256, _ = strings.Cut(detail, "\t")
+				se.Pinned = sp.plan.launch.PinSHA256
+			}
+			return se
 		}
 		switch {
 		case err == io.EOF && execing:

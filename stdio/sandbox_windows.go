@@ -32,6 +32,11 @@ import (
 // program: on this system, every file (nothing confines them).
 var SandboxBase = []struct{ Path, Rights string }{}
 
+// ProbeSandbox says what this system offers a sandbox.
+func ProbeSandbox() SandboxSystem {
+	return SandboxSystem{Other: "Windows: a Job Object per child carries memory, process and CPU time limits; nothing confines files or the network"}
+}
+
 // sandboxPlan is a Sandbox made concrete for one program on this system.
 type sandboxPlan struct {
 	path   string
@@ -100,17 +105,18 @@ func prepareSandbox(s *Sandbox, cmd *exec.Cmd, dir string, env []string) (*sandb
 		return nil, &StartError{Kind: StartSandbox, Detail: err.Error()}
 	}
 	if bad := p.report.NotEnforced(); len(bad) > 0 && s.required() {
-		return nil, &StartError{Kind: StartSandbox, Detail: notEnforcedError(bad).Error()}
+		return nil, &StartError{Kind: StartSandbox, Detail: notEnforcedError(bad).Error(), Program: p.path}
 	}
 	sp := &sandboxSpawn{limits: p.limits}
 	if s.PinSHA256 != "" {
 		h, got, err := holdAndHash(p.path)
 		if err != nil {
-			return nil, &StartError{Kind: StartPin, Detail: fmt.Sprintf("cannot check %s against its pin: %v", p.path, err)}
+			return nil, &StartError{Kind: StartPin, Detail: fmt.Sprintf("cannot check %s against its pin: %v", p.path, err), Program: p.path, Pinned: s.PinSHA256}
 		}
 		if got != s.PinSHA256 {
 			windows.CloseHandle(h)
-			return nil, &StartError{Kind: StartPin, Detail: fmt.Sprintf("%s has sha256 %s, pinned %s", p.path, got, s.PinSHA256)}
+			return nil, &StartError{Kind: StartPin, Detail: fmt.Sprintf("%s has sha256 %s, pinned %s", p.path, got, s.PinSHA256),
+				Program: p.path, SHA256: got, Pinned: s.PinSHA256}
 		}
 		sp.pinned = h
 	}

@@ -142,6 +142,13 @@ func (r reporter) warn(format string, a ...any) {
 	fmt.Fprintf(r.f, "W%s\n", oneLine(fmt.Sprintf(format, a...)))
 }
 
+// pinMismatch reports a program that does not match its pin: the
+// message, then the hash it has, for the bridge's audit log.
+func (r reporter) pinMismatch(path, got, want string) int {
+	fmt.Fprintf(r.f, "E%s\t%s has sha256 %s, pinned %s\t%s\n", KindPin, oneLine(path), got, want, got)
+	return 126
+}
+
 // execing says the launcher is about to exec the server.
 func (r reporter) execing() { fmt.Fprintf(r.f, "X\n") }
 

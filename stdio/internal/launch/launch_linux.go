@@ -50,7 +50,7 @@ func run(p *Plan, argv, env []string, rep reporter) int {
 			return rep.fail(KindPin, "cannot check %s against its pin: %v", p.Path, err)
 		}
 		if got != p.PinSHA256 {
-			return rep.fail(KindPin, "%s has sha256 %s, pinned %s", p.Path, got, p.PinSHA256)
+			return rep.pinMismatch(p.Path, got, p.PinSHA256)
 		}
 		exe = f
 	}
