@@ -138,6 +138,9 @@ type Config struct {
 	// out, so a load balancer can route a retry to the replica that holds
 	// its call. Default: 8 random characters.
 	ReplicaID string
+	// Sandbox is what each child may touch and the binary it must be
+	// (stdio.Options.Sandbox). Default nil: no sandbox.
+	Sandbox *stdio.Sandbox
 	// Logger is the base logger. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -226,6 +229,9 @@ type Bridge struct {
 	// stateKey signs the modern child's requestStates the bridge relays
 	// (wrapState); random, this process's own.
 	stateKey [32]byte
+	// sandbox is the children's sandbox as this system enforces it, for
+	// Snapshot; nil without one.
+	sandbox *stdio.SandboxReport
 }
 
 // New returns a Bridge. Close it to stop every child.
@@ -311,6 +317,11 @@ func newBridge(cfg Config, start startFunc) (*Bridge, error) {
 	}
 	if _, err := rand.Read(b.stateKey[:]); err != nil {
 		return nil, fmt.Errorf("bridge: requestState key: %w", err)
+	}
+	if cfg.Sandbox != nil {
+		// Planned once here; each child's start reuses the plan. An error
+		// (a right not enforced) is each start's to report.
+		b.sandbox, _ = cfg.Sandbox.Check(cfg.Command, cfg.Dir, cfg.Env)
 	}
 	b.spawnSem = make(chan struct{}, spawnConcurrency)
 	b.pool = make(chan *upstream, cfg.Prespawn)
@@ -773,6 +784,7 @@ func (b *Bridge) childOptions(log *slog.Logger, env []string) stdio.Options {
 		// take can never be answered in time: it has stopped reading.
 		WriteStall: max(b.cfg.RequestTimeout, 0),
 		Logger:     log,
+		Sandbox:    b.cfg.Sandbox,
 	}
 }
 

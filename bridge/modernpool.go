@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/mcp-bridge/mcp-bridge/stdio"
 )
 
 // Which child serves a modern request. Modern clients have no session, so
@@ -512,6 +514,9 @@ func (p *modernPool) all() []*upstream {
 var errTooManyChildren = &Error{Kind: KindUnavailable, Code: CodeInternalError, Message: "too many MCP server processes (--max-children); try again shortly"}
 
 func errCouldNotStartChild(err error) *Error {
+	if _, refused := errors.AsType[*stdio.StartError](err); refused {
+		return errCannotStart(err) // its reason, as a session's initialize gets it
+	}
 	return &Error{Kind: KindInternal, Code: CodeInternalError, Message: "could not start the MCP server process", Err: err}
 }
 
