@@ -103,6 +103,14 @@ type Config struct {
 	InputTTL        *time.Duration `env:"INPUT_TTL" flag:"input-ttl" group:"modern" help:"how long a call waits for a 2026-07-28 client's retry with the input the server asked for (sampling, elicitation, roots); then the server's questions are declined and the call cancelled"`
 	MaxParked       *int           `env:"MAX_PARKED" flag:"max-parked" group:"modern" help:"most calls waiting for one principal's clients' input at once; over it, the call fails"`
 	ReplicaID       string         `env:"REPLICA_ID" flag:"replica-id" group:"modern" help:"this bridge's name in the requestState it gives 2026-07-28 clients, for a load balancer to route their retries by (letters, digits, - and _); default: random"`
+	Sandbox         string         `env:"SANDBOX" flag:"sandbox" group:"sandbox" help:"confine each MCP server process and what it starts: node or python (a preset: the interpreter's installation, its own HOME, package cache and TMPDIR, TCP port 443) or none (no preset); with no sandbox flag at all the server can do whatever the bridge's user can"`
+	SandboxRead     []string       `env:"SANDBOX_READ" envSeparator:"," flag:"sandbox-read" group:"sandbox" help:"a file or directory the sandboxed server may read (repeatable; relative to --cwd)"`
+	SandboxWrite    []string       `env:"SANDBOX_WRITE" envSeparator:"," flag:"sandbox-write" group:"sandbox" help:"a file or directory the sandboxed server may read and write (repeatable; relative to --cwd); a --sandbox-read path inside it stays writable"`
+	SandboxExec     []string       `env:"SANDBOX_EXEC" envSeparator:"," flag:"sandbox-exec" group:"sandbox" help:"a file or directory the sandboxed server may read and execute (repeatable; relative to --cwd)"`
+	SandboxNet      []string       `env:"SANDBOX_NET" envSeparator:"," flag:"sandbox-net" group:"sandbox" help:"what the sandboxed server may connect to: none (default without a preset), a TCP port (443) or HOST:PORT (only the port is enforced), unix to allow unix sockets (repeatable)"`
+	SandboxLimit    string         `env:"SANDBOX_LIMIT" flag:"sandbox-limit" group:"sandbox" help:"limits of the sandboxed server, each per process: mem=512M,procs=64,files=256,cpu=60s (any of them)"`
+	SandboxEnforce  *string        `env:"SANDBOX_ENFORCE" flag:"sandbox-enforce" group:"sandbox" help:"required: refuse to start a server when this system cannot enforce a right its sandbox asks for; best-effort: start it and log each right not enforced"`
+	PinSHA256       string         `env:"PIN_SHA256" flag:"pin-sha256" group:"sandbox" help:"the SHA-256 the server's program must have (mcp-bridge pin -- CMD prints it); any other is refused"`
 	LogFormat       *string        `env:"LOG_FORMAT" flag:"log-format" group:"log" help:"text or json"`
 	LogLevel        *string        `env:"LOG_LEVEL" flag:"log-level" group:"log" help:"debug, info, warn or error"`
 
@@ -136,6 +144,7 @@ type Config struct {
 var Groups = []struct{ Name, Title string }{
 	{"server", "The MCP server"},
 	{"processes", "Processes"},
+	{"sandbox", "Sandbox and pinned binaries"},
 	{"listen", "Listening"},
 	{"streams", "Responses and streams"},
 	{"timeouts", "Timeouts"},
@@ -171,6 +180,7 @@ func Defaults() Config {
 		EventLogBytes:   ptr(bridge.DefaultEventLogBytes),
 		StopGrace:       ptr(stdio.DefaultStopGrace),
 		Containment:     ptr(string(stdio.ContainAuto)),
+		SandboxEnforce:  ptr(stdio.EnforceRequired),
 		ShutdownTimeout: ptr(DefaultShutdownTimeout),
 		ReadTimeout:     ptr(httpapi.DefaultReadTimeout),
 		KeepAlive:       ptr(httpapi.DefaultKeepAlive),

@@ -51,6 +51,7 @@ func TestDefaults(t *testing.T) {
 		ChildProtocol:   ptr("auto"),
 		InputTTL:        ptr(10 * time.Minute),
 		MaxParked:       ptr(16),
+		SandboxEnforce:  ptr("required"),
 		LogFormat:       ptr("text"),
 		LogLevel:        ptr("info"),
 	}
@@ -294,7 +295,7 @@ func TestREADME(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	row := regexp.MustCompile("^\\| `--([a-z-]+)[^`]*` \\| `([A-Z_]+)` \\| ([^|]*) \\|")
+	row := regexp.MustCompile("^\\| `--([a-z0-9-]+)[^`]*` \\| `([A-Z0-9_]+)` \\| ([^|]*) \\|")
 	literal := regexp.MustCompile("^`([^`]*)`( \\(.*\\))?$")
 	rows := map[string][2]string{} // flag -> variable, default
 	sc := bufio.NewScanner(f)
