@@ -40,6 +40,12 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "pin" {
+		os.Exit(runPin(os.Args[2:], os.Environ(), os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 2 && os.Args[1] == "sandbox" && os.Args[2] == "check" {
+		os.Exit(runSandboxCheck(os.Args[3:], os.Environ(), os.Stdout, os.Stderr))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
@@ -108,6 +114,10 @@ func endpoint(authCtx context.Context, cfg *config.Config, environ []string, std
 	if err != nil {
 		return hopts, nil, err
 	}
+	if audit != nil {
+		// The endpoints' lines, and the sandbox's refusals (sandbox.go).
+		audit = &lockedWriter{w: audit}
+	}
 	hopts.Audit, hopts.Logger = audit, log
 	return hopts, closeAudit, nil
 }
@@ -133,6 +143,18 @@ func serveCommand(ctx context.Context, cfg *config.Config, environ []string, hop
 	if err := config.CommandError(command[0], bcfg.Dir, bcfg.Env, "--cwd"); err != nil {
 		return refuse(stderr, err)
 	}
+	// The same for a sandbox this system cannot enforce (under required).
+	sb, err := cfg.SandboxFor("default", bcfg.Dir, nil, "", environ)
+	if err != nil {
+		return refuse(stderr, err)
+	}
+	if sb != nil {
+		logSandboxSystem(log)
+	}
+	if err := checkSandbox(sb, "default", command, bcfg.Dir, bcfg.Env, hopts.Audit, log); err != nil {
+		return refuse(stderr, err)
+	}
+	bcfg.Sandbox = sb
 	b, err := bridge.New(bcfg)
 	if err != nil {
 		log.Error("bridge", "err", err)

@@ -59,7 +59,9 @@
 //	                           "error: <why>": op read, list or write a file (target), exec it,
 //	                           tcp (connect to target HOST:PORT), udp (send a datagram there),
 //	                           unix (connect to the socket at target), listen (TCP on target);
-//	                           in_grandchild: a grandchild ("badchild probe OP TARGET") tries it
+//	                           in_grandchild: a grandchild ("badchild probe OP TARGET") tries it;
+//	                           exit_on_error: on an error, write "badchild: <why>" to stderr and
+//	                           exit 1, as a server that cannot go on without what it was refused
 //	forkbomb {}                starts grandchildren until the system refuses one, then writes
 //	                           "badchild: fork bomb stopped after N processes: <why>" to stderr
 //	                           and exits 1
@@ -380,6 +382,7 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 		Op           string `json:"op"`
 		Target       string `json:"target"`
 		InGrandchild bool   `json:"in_grandchild"`
+		ExitOnError  bool   `json:"exit_on_error"`
 	}
 	if len(p.Arguments) > 0 {
 		if err := json.Unmarshal(p.Arguments, &a); err != nil {
@@ -499,11 +502,15 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 		}
 		s.writeLine(lines...)
 	case "probe":
+		got := probe(a.Op, a.Target)
 		if a.InGrandchild {
-			s.respond(m.ID, textResult(probeInGrandchild(a.Op, a.Target)), false)
-		} else {
-			s.respond(m.ID, textResult(probe(a.Op, a.Target)), false)
+			got = probeInGrandchild(a.Op, a.Target)
 		}
+		if why, failed := strings.CutPrefix(got, "error: "); failed && a.ExitOnError {
+			fmt.Fprintln(os.Stderr, "badchild: "+why)
+			os.Exit(1)
+		}
+		s.respond(m.ID, textResult(got), false)
 	case "forkbomb":
 		forkbomb()
 	case "hog":
@@ -938,7 +945,7 @@ func toolList() []any {
 		{"ask_after", "Answers ok, then asks the client method; writes what came back to stderr.", obj("method", "string")},
 		{"progress_after", "Answers ok, then sends progress for the request.", obj()},
 		{"stop_reading", "Answers ok, then never reads stdin again (and keeps running).", obj()},
-		{"probe", "Tries one thing a sandbox may refuse (read, list, write, exec, tcp, udp, unix, listen) on target; answers ok or the error.", obj("op", "string", "target", "string", "in_grandchild", "boolean")},
+		{"probe", "Tries one thing a sandbox may refuse (read, list, write, exec, tcp, udp, unix, listen) on target; answers ok or the error.", obj("op", "string", "target", "string", "in_grandchild", "boolean", "exit_on_error", "boolean")},
 		{"forkbomb", "Starts processes until the system refuses one, then exits 1.", obj()},
 		{"hog", "Allocates memory until it dies.", obj()},
 	}
