@@ -65,6 +65,7 @@ type sandboxWorld struct {
 	allowed, other             string // TCP listeners: the port the profile allows, and another
 	udp                        string // a UDP listener
 	sock                       string // a unix socket, outside every path given
+	abstract                   string // an abstract unix socket
 }
 
 func newSandboxWorld(t *testing.T) *sandboxWorld {
@@ -97,6 +98,7 @@ func newSandboxWorld(t *testing.T) *sandboxWorld {
 	}
 	w.allowed, w.other = listen("tcp", "127.0.0.1:0"), listen("tcp", "127.0.0.1:0")
 	w.sock = listen("unix", filepath.Join(w.outside, "sock"))
+	w.abstract = listen("unix", "@mcp-bridge-test-"+strconv.Itoa(os.Getpid())+"-"+filepath.Base(dir))
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +119,9 @@ func port(t *testing.T, addr string) string {
 
 // TestSandbox: a sandboxed server, and a grandchild it starts, can do
 // what its profile gives and nothing else: read inside its read paths
-// and not outside them (EACCES), write inside its write paths only; with
+// and not outside them (EACCES), write inside its write paths only; never
+// signal a process outside the sandbox or read its /proc entry, make a
+// user namespace or mount anything, and they hold no capability; with
 // the network none, no TCP connection, no UDP datagram, no unix socket
 // and no listening socket; with one port allowed, a connection to that
 // port on 127.0.0.1 and to no other. Under each containment, since the
@@ -158,11 +162,25 @@ func TestSandbox(t *testing.T) {
 			{"write", "/dev/null", true, "", false},
 			{"read", "/proc/self/status", true, "", true},
 		}},
+		{"nothing else", &stdio.Sandbox{Preset: stdio.PresetNone}, []probe{
+			{"signal", strconv.Itoa(os.Getpid()), false, "", false},
+			{"read", "/proc/" + strconv.Itoa(os.Getpid()) + "/status", false, "", false},
+			{"userns", "", false, "operation not permitted", false},
+			{"mount", w.writeDir, false, "operation not permitted", false},
+			{"nocaps", "", true, "", true},
+		}},
 		{"network none", &stdio.Sandbox{Preset: stdio.PresetNone}, []probe{
 			{"tcp", w.allowed, false, "", false},
 			{"udp", w.udp, false, "", false},
 			{"unix", w.sock, false, "", false},
 			{"listen", "127.0.0.1:0", false, "", false},
+		}},
+		{"unix sockets allowed", &stdio.Sandbox{Net: []string{stdio.NetUnix}}, []probe{
+			{"unix", w.sock, true, "", false},
+			// Landlock's scope (ABI 6), and a network namespace of its
+			// own, which has abstract sockets of its own.
+			{"unix", w.abstract, false, "", false},
+			{"tcp", w.allowed, false, "", false},
 		}},
 		{"one port", &stdio.Sandbox{Net: []string{port(t, w.allowed)}}, []probe{
 			{"tcp", w.allowed, true, "", false},

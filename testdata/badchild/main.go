@@ -58,7 +58,10 @@
 //	                           tries one thing a sandbox may refuse and answers "ok" or
 //	                           "error: <why>": op read, list or write a file (target), exec it,
 //	                           tcp (connect to target HOST:PORT), udp (send a datagram there),
-//	                           unix (connect to the socket at target), listen (TCP on target);
+//	                           unix (connect to the socket at target), listen (TCP on target),
+//	                           signal (SIGCONT to the pid target), userns (start a grandchild in a
+//	                           user namespace of its own), mount (a tmpfs on target), nocaps ("ok"
+//	                           when it has no effective capability);
 //	                           in_grandchild: a grandchild ("badchild probe OP TARGET") tries it;
 //	                           exit_on_error: on an error, write "badchild: <why>" to stderr and
 //	                           exit 1, as a server that cannot go on without what it was refused
@@ -633,6 +636,26 @@ func probe(op, target string) string {
 		var l net.Listener
 		if l, err = net.Listen("tcp", target); err == nil {
 			l.Close()
+		}
+	case "signal":
+		var pid int
+		if pid, err = strconv.Atoi(target); err == nil {
+			err = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	case "userns":
+		cmd := exec.Command("/proc/self/exe", "probe", "read", "/dev/null")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}
+		err = cmd.Run()
+	case "mount":
+		err = syscall.Mount("tmpfs", target, "tmpfs", 0, "")
+	case "nocaps":
+		var b []byte
+		if b, err = os.ReadFile("/proc/self/status"); err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(line, "CapEff:"); ok && strings.Trim(strings.TrimSpace(v), "0") != "" {
+					err = fmt.Errorf("capabilities %s", strings.TrimSpace(v))
+				}
+			}
 		}
 	default:
 		err = fmt.Errorf("unknown probe %q", op)
