@@ -18,11 +18,13 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
+	"github.com/mcp-bridge/mcp-bridge/stdio"
 )
 
 // serverFilesystem is @modelcontextprotocol/server-filesystem's entry
@@ -511,4 +513,71 @@ func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// BenchmarkSandboxStart: what the sandbox adds to a session's start
+// through a real bridge (the bridge's own executable is the launcher):
+// initialize answered, which is the child started and answering (the load
+// tool's Go echo child), then DELETE, the child stopped. Under each
+// containment, without a sandbox and with the tightest one (preset none:
+// Landlock, namespaces, seccomp, an rlimit). docs/performance.md has the
+// figures.
+func BenchmarkSandboxStart(b *testing.B) {
+	child := testpeers.BuildGo(b, "./cmd/mcp-bridge-load")
+	for _, cont := range []string{"pid-namespace", "cgroup", "process-group"} {
+		for _, sb := range []struct {
+			name string
+			args []string
+		}{{"no sandbox", nil}, {"sandbox", []string{"--sandbox", "none", "--sandbox-limit", "files=256"}}} {
+			b.Run(cont+"/"+sb.name, func(b *testing.B) {
+				args := append([]string{"--log-level", "info", "--containment", cont}, sb.args...)
+				p := startBridgeQuiet(b, append(args, "--", child, "echo-child")...)
+				if p == nil {
+					b.Skipf("--containment %s: not on this system", cont)
+				}
+				hc := &http.Client{Transport: &http.Transport{}}
+				var toInit time.Duration
+				for b.Loop() {
+					s := &rawSession{t: b, url: p.URL, hc: hc}
+					t0 := time.Now()
+					resp, err := s.post(context.Background(), initializeBody)
+					if err != nil {
+						b.Fatal(err)
+					}
+					s.sid = resp.Header.Get("Mcp-Session-Id")
+					if r, err := readReply(resp, "1"); err != nil || r.Error != nil {
+						b.Fatalf("initialize: %s %v", r.raw, err)
+					}
+					toInit += time.Since(t0)
+					if got := s.delete(); got != http.StatusOK {
+						b.Fatalf("DELETE: %d", got)
+					}
+				}
+				b.ReportMetric(float64(toInit.Microseconds())/float64(b.N)/1000, "ms-to-initialize/op")
+			})
+		}
+	}
+}
+
+// startBridgeQuiet is startBridge for a configuration this system may not
+// allow: nil when the bridge refuses it.
+func startBridgeQuiet(b *testing.B, args ...string) *bridgeProc {
+	bin := testpeers.BuildGo(b, "./cmd/mcp-bridge")
+	if code, _ := runBridgeCheck(b, bin, args); code != 0 {
+		return nil
+	}
+	return startBridge(b, environWithout(envPrefix), args...)
+}
+
+// runBridgeCheck asks the bridge whether it would start with args: the
+// containment probe, run as `--help` would not.
+func runBridgeCheck(_ *testing.B, _ string, args []string) (int, string) {
+	for i, a := range args {
+		if a == "--containment" && i+1 < len(args) {
+			if _, _, err := stdio.ProbeContainment(stdio.Containment(args[i+1])); err != nil {
+				return 1, err.Error()
+			}
+		}
+	}
+	return 0, ""
 }
