@@ -141,6 +141,7 @@ type Child struct {
 	stalled  bool
 
 	stopOnce sync.Once
+	stopped  atomic.Bool   // Stop or Kill was called: the bridge ended it
 	done     chan struct{} // closed when the child is reaped and stdout is read to its end
 	err      error         // how it ended; set before done closes
 
@@ -368,6 +369,7 @@ func (c *Child) armDeadlineLocked() {
 // whole tree gets SIGKILL at once). It is safe to call more than once and
 // after the child has exited.
 func (c *Child) Stop(ctx context.Context) error {
+	c.stopped.Store(true)
 	c.stopOnce.Do(func() {
 		c.closeStdin()
 		go c.escalate()
@@ -383,6 +385,7 @@ func (c *Child) Stop(ctx context.Context) error {
 
 // Kill sends SIGKILL to the child and everything it started, at once.
 func (c *Child) Kill() {
+	c.stopped.Store(true)
 	c.closeStdin()
 	c.tree.signal(syscall.SIGKILL)
 }
@@ -442,7 +445,7 @@ func (c *Child) supervise(stdoutDone, stderrDone <-chan struct{}) {
 		c.tailMu.Lock()
 		lines := append(slices.Clone(c.notable), c.tail...)
 		c.tailMu.Unlock()
-		if hint := c.opts.Sandbox.explain(err, lines); hint != "" {
+		if hint := c.opts.Sandbox.explain(err, lines, c.stopped.Load()); hint != "" {
 			err = &SandboxExit{Err: err, Hint: hint}
 		}
 	}

@@ -33,7 +33,9 @@ type Sandbox struct {
 	Preset string
 	// Read, Write and Exec are absolute paths: files, or directories and
 	// everything below them. Write includes reading; Exec includes
-	// reading. Every sandbox also gets the base rights (SandboxBase).
+	// reading. Every sandbox also gets what any process needs: /dev/null,
+	// /dev/zero, /dev/urandom, /dev/random, the loader's cache and its own
+	// /proc/self.
 	// Landlock grants by adding: a path in Read inside one in Write stays
 	// writable (a right reported as not enforced).
 	Read, Write, Exec []string
@@ -523,6 +525,10 @@ var (
 	nofilesRE = regexp.MustCompile(`(?i)too many open files|EMFILE`)
 )
 
+// sigxcpu is SIGXCPU, which RLIMIT_CPU sends (24 on Linux and macOS;
+// Windows, which has no rlimits, never sees it).
+const sigxcpu = syscall.Signal(24)
+
 // maxNotable bounds the stderr lines a child keeps for explain.
 const maxNotable = 8
 
@@ -534,9 +540,11 @@ func notable(line string) bool {
 
 // explain says what the sandbox may have had to do with a child that
 // ended with err after writing tail to stderr; "" when nothing points to
-// it. It guesses from words, except for SIGXCPU, which only the CPU
-// limit sends.
-func (s *Sandbox) explain(err error, tail []string) string {
+// it. stopped: the bridge stopped or killed it. It guesses from words,
+// except for SIGXCPU, which only the CPU limit sends; a SIGKILL nobody
+// here sent is the CPU limit's too when there is one (a second past it,
+// for a runtime that ignores SIGXCPU, as Go's does).
+func (s *Sandbox) explain(err error, tail []string, stopped bool) string {
 	var hints []string
 	add := func(h string) {
 		if !slices.Contains(hints, h) && len(hints) < 3 {
@@ -544,8 +552,13 @@ func (s *Sandbox) explain(err error, tail []string) string {
 		}
 	}
 	var ee *ExitError
-	if errors.As(err, &ee) && ee.Status.Signaled() && ee.Status.Signal() == syscall.Signal(0x18) && s.Limits.CPU > 0 {
-		add(fmt.Sprintf("it used up its CPU time (cpu=%v, --sandbox-limit)", s.Limits.CPU))
+	if errors.As(err, &ee) && ee.Status.Signaled() && s.Limits.CPU > 0 {
+		switch sig := ee.Status.Signal(); {
+		case sig == sigxcpu:
+			add(fmt.Sprintf("it used up its CPU time (cpu=%v, --sandbox-limit)", s.Limits.CPU))
+		case sig == syscall.SIGKILL && !stopped:
+			add(fmt.Sprintf("it may have used up its CPU time (cpu=%v, --sandbox-limit)", s.Limits.CPU))
+		}
 	}
 	for _, line := range tail {
 		switch {

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
 	"github.com/mcp-bridge/mcp-bridge/stdio"
@@ -412,6 +413,8 @@ func TestSandboxLimits(t *testing.T) {
 	}{
 		{"fork bomb", "forkbomb", stdio.Limits{Procs: 40}, "process limit (procs=40"},
 		{"memory hog", "hog", stdio.Limits{Memory: 256 << 20}, "memory limit (mem=256M"},
+		// Go ignores SIGXCPU: the hard limit's SIGKILL, a second later.
+		{"CPU hog", "spin", stdio.Limits{CPU: time.Second}, "its CPU time (cpu=1s"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

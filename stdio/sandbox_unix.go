@@ -28,10 +28,6 @@ import (
 	"github.com/mcp-bridge/mcp-bridge/stdio/internal/launch"
 )
 
-// SandboxBase are the files every sandboxed process may use besides its
-// program: on this system, every file (nothing confines them).
-var SandboxBase = []struct{ Path, Rights string }{}
-
 // ProbeSandbox says what this system offers a sandbox.
 func ProbeSandbox() SandboxSystem {
 	return SandboxSystem{Other: "no Landlock, namespaces or seccomp on this system: limits of open files and CPU time only (rlimits)"}
@@ -97,8 +93,8 @@ type sandboxSpawn struct {
 }
 
 func prepareSandbox(s *Sandbox, cmd *exec.Cmd, dir string, env []string) (*sandboxSpawn, error) {
-	if s == nil {
-		return nil, nil
+	if s == nil || !s.Confines() && s.PinSHA256 == "" {
+		return nil, nil // nothing to apply: no launcher
 	}
 	if err := s.Validate(); err != nil {
 		return nil, &StartError{Kind: StartSandbox, Detail: err.Error()}

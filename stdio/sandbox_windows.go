@@ -28,10 +28,6 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// SandboxBase are the files every sandboxed process may use besides its
-// program: on this system, every file (nothing confines them).
-var SandboxBase = []struct{ Path, Rights string }{}
-
 // ProbeSandbox says what this system offers a sandbox.
 func ProbeSandbox() SandboxSystem {
 	return SandboxSystem{Other: "Windows: a Job Object per child carries memory, process and CPU time limits; nothing confines files or the network"}
@@ -94,8 +90,8 @@ type sandboxSpawn struct {
 }
 
 func prepareSandbox(s *Sandbox, cmd *exec.Cmd, dir string, env []string) (*sandboxSpawn, error) {
-	if s == nil {
-		return nil, nil
+	if s == nil || !s.Confines() && s.PinSHA256 == "" {
+		return nil, nil // nothing to apply: no launcher
 	}
 	if err := s.Validate(); err != nil {
 		return nil, &StartError{Kind: StartSandbox, Detail: err.Error()}

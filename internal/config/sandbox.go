@@ -81,6 +81,9 @@ func (c *Config) SandboxFor(name, dir string, e *sandboxEntry, pin string, envir
 	if sb.Preset == stdio.PresetNode || sb.Preset == stdio.PresetPython {
 		sb.StateDir = stateDir(environ, name)
 	}
+	if !sb.Confines() && sb.PinSHA256 == "" {
+		return nil, nil // an empty "sandbox" object: nothing asked for
+	}
 	return sb, sb.Validate()
 }
 

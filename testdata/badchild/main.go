@@ -69,6 +69,7 @@
 //	                           "badchild: fork bomb stopped after N processes: <why>" to stderr
 //	                           and exits 1
 //	hog {}                     allocates and touches memory in 8 MiB steps until it dies
+//	spin {}                    keeps a CPU busy until it dies
 //
 // Pids are as /proc sees them (the readlink of /proc/self), which inside a
 // PID namespace of the bridge's making is the bridge's view, not os.Getpid().
@@ -518,6 +519,10 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 		forkbomb()
 	case "hog":
 		hog()
+	case "spin":
+		for n := 0; ; n++ {
+			spun.Add(1)
+		}
 	case "cancels":
 		s.stateMu.Lock()
 		ids, _ := json.Marshal(s.cancels) // raw ids marshal as themselves
@@ -704,6 +709,9 @@ func forkbomb() {
 		go cmd.Wait()
 	}
 }
+
+// spun keeps spin's loop from being optimised away.
+var spun atomic.Int64
 
 // hog allocates memory and touches every page of it until it dies.
 func hog() {
@@ -971,6 +979,7 @@ func toolList() []any {
 		{"probe", "Tries one thing a sandbox may refuse (read, list, write, exec, tcp, udp, unix, listen) on target; answers ok or the error.", obj("op", "string", "target", "string", "in_grandchild", "boolean", "exit_on_error", "boolean")},
 		{"forkbomb", "Starts processes until the system refuses one, then exits 1.", obj()},
 		{"hog", "Allocates memory until it dies.", obj()},
+		{"spin", "Keeps a CPU busy until it dies.", obj()},
 	}
 	out := make([]any, 0, len(tools))
 	for _, t := range tools {
