@@ -455,9 +455,21 @@ func TestSandboxNothingLeftBehind(t *testing.T) {
 					t.Fatalf("fork %v: %s %v", args, r.raw, err)
 				}
 			}
-			procs := descendantsOf(p.cmd.Process.Pid)
-			if len(procs) < 4 { // the server and three it started, at least
-				t.Fatalf("the bridge has %d descendants: %v", len(procs), procs)
+			// The server and the three it started, at least: the daemon is
+			// re-parented as its parent exits, which a walk of /proc
+			// during the move can miss, so the walk is made again until
+			// all four are seen.
+			var procs []int
+			deadline := time.NewTimer(safetyNet)
+			defer deadline.Stop()
+			tick := time.NewTicker(5 * time.Millisecond)
+			defer tick.Stop()
+			for procs = descendantsOf(t, p.cmd.Process.Pid); len(procs) < 4; procs = descendantsOf(t, p.cmd.Process.Pid) {
+				select {
+				case <-deadline.C:
+					t.Fatalf("the bridge has %d live descendants: %v", len(procs), procs)
+				case <-tick.C:
+				}
 			}
 			for _, pid := range procs {
 				t.Cleanup(func() { killPid(pid) }) // whatever the test finds
@@ -488,8 +500,8 @@ func TestSandboxNothingLeftBehind(t *testing.T) {
 	}
 }
 
-// descendantsOf lists every process below pid, from /proc.
-func descendantsOf(pid int) []int {
+// descendantsOf lists every live process below pid, from /proc.
+func descendantsOf(t *testing.T, pid int) []int {
 	var out []int
 	queue := []int{pid}
 	for len(queue) > 0 {
@@ -500,7 +512,9 @@ func descendantsOf(pid int) []int {
 			b, _ := os.ReadFile(f)
 			for _, c := range strings.Fields(string(b)) {
 				if n, err := strconv.Atoi(c); err == nil {
-					out = append(out, n)
+					if st, _, ok := procState(t, n); ok && st != "Z" {
+						out = append(out, n)
+					}
 					queue = append(queue, n)
 				}
 			}
