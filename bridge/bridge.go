@@ -152,6 +152,9 @@ type Config struct {
 	// out, so a load balancer can route a retry to the replica that holds
 	// its call. Default: 8 random characters.
 	ReplicaID string
+	// Sandbox is what each child may touch and the binary it must be
+	// (stdio.Options.Sandbox). Default nil: no sandbox.
+	Sandbox *stdio.Sandbox
 	// Logger is the base logger. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -253,6 +256,9 @@ type Bridge struct {
 	stateAEAD  cipher.AEAD
 	spent      map[[16]byte]int64
 	spentSweep int
+	// sandbox is the children's sandbox as this system enforces it, for
+	// Snapshot; nil without one.
+	sandbox *stdio.SandboxReport
 }
 
 // New returns a Bridge. Close it to stop every child.
@@ -348,6 +354,11 @@ func newBridge(cfg Config, start startFunc) (*Bridge, error) {
 	}
 	b.stateAEAD, b.spent, b.spentSweep = aead, map[[16]byte]int64{}, 1024
 	b.children.max = int64(cfg.MaxChildren)
+	if cfg.Sandbox != nil {
+		// Planned once here; each child's start reuses the plan. An error
+		// (a right not enforced) is each start's to report.
+		b.sandbox, _ = cfg.Sandbox.Check(cfg.Command, cfg.Dir, cfg.Env)
+	}
 	b.spawnSem = make(chan struct{}, spawnConcurrency)
 	b.pool = make(chan *upstream, cfg.Prespawn)
 	b.poolKick = make(chan struct{}, 1)
@@ -855,6 +866,7 @@ func (b *Bridge) childOptions(log *slog.Logger, env []string) stdio.Options {
 		// take can never be answered in time: it has stopped reading.
 		WriteStall: max(b.cfg.RequestTimeout, 0),
 		Logger:     log,
+		Sandbox:    b.cfg.Sandbox,
 	}
 }
 

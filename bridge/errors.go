@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/mcp-bridge/mcp-bridge/stdio"
 )
 
 // Kind classifies an error for the transports. Each transport maps a Kind to
@@ -110,7 +112,10 @@ func invalid(code int, msg string, id json.RawMessage) *Error {
 
 // errCannotStart is the error of a child that did not start: the bridge
 // closing, the process budget spent (--max-children), a wait that ended,
-// or the process failing to start (err, for the log).
+// or the process failing to start (err, for the log). A child its sandbox
+// refused (its pin, a right not enforced) or that could not be executed
+// says which to the client, in the words stdio gives a client, and
+// data.reason names it (pin_mismatch, sandbox, exec).
 func errCannotStart(err error) *Error {
 	if e, ok := err.(*Error); ok {
 		return e
@@ -120,6 +125,9 @@ func errCannotStart(err error) *Error {
 		return ErrClosing
 	case errors.Is(err, errNoSlot):
 		return errTooManyChildren
+	}
+	if se, ok := errors.AsType[*stdio.StartError](err); ok {
+		return &Error{Kind: KindInternal, Code: CodeInternalError, Message: se.ClientMessage(), Data: map[string]string{"reason": se.Kind}, Err: err}
 	}
 	return &Error{Kind: KindInternal, Code: CodeInternalError, Message: "could not start the MCP server process", Err: err}
 }

@@ -3,6 +3,8 @@ package bridge
 import (
 	"slices"
 	"time"
+
+	"github.com/mcp-bridge/mcp-bridge/stdio"
 )
 
 // Snapshot is what an operator sees of a bridge at one moment: its
@@ -26,13 +28,17 @@ type Snapshot struct {
 	// Servers, in a snapshot that combines several bridges (one per
 	// server), says what each runs. The bridge itself leaves it empty.
 	Servers []ServerSnapshot `json:"servers,omitempty"`
+	// Sandbox is the children's sandbox as this system enforces it; nil
+	// without one.
+	Sandbox *stdio.SandboxReport `json:"sandbox,omitempty"`
 }
 
 // ServerSnapshot is one of several servers of a combined Snapshot.
 type ServerSnapshot struct {
-	Name string   `json:"name"`
-	Mode string   `json:"mode"`
-	Argv []string `json:"argv"` // as RedactArgv shows it
+	Name    string               `json:"name"`
+	Mode    string               `json:"mode"`
+	Argv    []string             `json:"argv"` // as RedactArgv shows it
+	Sandbox *stdio.SandboxReport `json:"sandbox,omitempty"`
 }
 
 // SessionSnapshot describes one session.
@@ -103,7 +109,7 @@ type ChildSnapshot struct {
 
 // Snapshot returns the bridge's sessions (oldest first) and children.
 func (b *Bridge) Snapshot() Snapshot {
-	snap := Snapshot{Mode: b.cfg.Mode, Command: b.cfg.Command[0], Argv: RedactArgv(b.cfg.Command), Sessions: []SessionSnapshot{}, Modern: b.modernSnapshot(), Children: []ChildSnapshot{}}
+	snap := Snapshot{Mode: b.cfg.Mode, Command: b.cfg.Command[0], Argv: RedactArgv(b.cfg.Command), Sessions: []SessionSnapshot{}, Modern: b.modernSnapshot(), Children: []ChildSnapshot{}, Sandbox: b.sandbox}
 	b.mu.Lock()
 	sessions := make([]*Session, 0, len(b.sessions))
 	for _, s := range b.sessions {

@@ -193,9 +193,9 @@ func NewMounts(opts MountsOptions) *Mounts {
 	r.Handle("/servers/{name}/*", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := chi.URLParam(r, "name")
 		switch rest := chi.URLParam(r, "*"); rest {
-		case "readyz", "metrics":
-			// The server's own /readyz and /metrics, which its
-			// handler answers at the root.
+		case "readyz", "metrics", "status":
+			// The server's own /readyz, /metrics and /status, which
+			// its handler answers at the root.
 			r = withPath(r, "/"+rest)
 		}
 		m.dispatch(w, r, name)

@@ -148,7 +148,7 @@ func (m *Mounts) webSnapshot() bridge.Snapshot {
 		if mt.stateless {
 			mode = "stateless"
 		}
-		out.Servers = append(out.Servers, bridge.ServerSnapshot{Name: name, Mode: mode, Argv: s.Argv})
+		out.Servers = append(out.Servers, bridge.ServerSnapshot{Name: name, Mode: mode, Argv: s.Argv, Sandbox: s.Sandbox})
 		for _, x := range s.Sessions {
 			x.Server = name
 			out.Sessions = append(out.Sessions, x)

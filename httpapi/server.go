@@ -361,6 +361,8 @@ func (h *mcpHandler) mcpRoutes(r chi.Router, resource resourceURL) {
 		r.Get(opts.Path, h.serve(h.get))
 		r.Delete(opts.Path, h.serve(h.delete))
 	}
+	// What the server runs, and its sandbox (status.go).
+	r.Get("/status", h.serve(h.status))
 	if opts.legacyOn() {
 		// Here too: the stream and every POST to it are authenticated
 		// and limited like the MCP endpoint, and a stream answers only

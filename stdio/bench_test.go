@@ -32,10 +32,28 @@ func BenchmarkChildRoundTrip(b *testing.B) {
 // BenchmarkStart: start a child under each containment strategy, get its
 // answer to one request, and stop it (it exits on stdin EOF): what a new
 // per-session child costs before its first answer, and after its last.
+// Each strategy runs without a sandbox and with the tightest one (preset
+// none: Landlock, namespaces, seccomp, rlimits), whose launcher, like
+// the init of pid-namespace, is this test binary run again (the bridge's
+// own executable in production: cmd/mcp-bridge's BenchmarkSandboxStart).
 func BenchmarkStart(b *testing.B) {
 	bin := testpeers.BuildGo(b, "./cmd/mcp-bridge-load")
+	sandboxes := []struct {
+		name string
+		sb   *stdio.Sandbox
+	}{{"no sandbox", nil}, {"sandbox", &stdio.Sandbox{Preset: stdio.PresetNone, Limits: stdio.Limits{Files: 256}}}}
 	for _, cont := range []stdio.Containment{stdio.ContainPIDNamespace, stdio.ContainCgroup, stdio.ContainProcessGroup} {
-		b.Run(string(cont), func(b *testing.B) {
+		for _, sb := range sandboxes {
+			b.Run(string(cont)+"/"+sb.name, func(b *testing.B) {
+				benchStart(b, bin, cont, sb.sb)
+			})
+		}
+	}
+}
+
+func benchStart(b *testing.B, bin string, cont stdio.Containment, sb *stdio.Sandbox) {
+	{
+		{
 			if _, _, err := stdio.ProbeContainment(cont); err != nil {
 				b.Skip(err)
 			}
@@ -43,7 +61,7 @@ func BenchmarkStart(b *testing.B) {
 			var toAnswer, toStop time.Duration
 			for b.Loop() {
 				t0 := time.Now()
-				c, err := stdio.Start(stdio.Options{Argv: []string{bin, "echo-child"}, Containment: cont, OnMessage: func([]byte, bool) { got <- struct{}{} }})
+				c, err := stdio.Start(stdio.Options{Argv: []string{bin, "echo-child"}, Containment: cont, Sandbox: sb, OnMessage: func([]byte, bool) { got <- struct{}{} }})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -60,6 +78,6 @@ func BenchmarkStart(b *testing.B) {
 			}
 			b.ReportMetric(float64(toAnswer.Microseconds())/float64(b.N), "µs-to-answer/op")
 			b.ReportMetric(float64(toStop.Microseconds())/float64(b.N), "µs-to-stop/op")
-		})
+		}
 	}
 }

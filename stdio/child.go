@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -84,6 +85,11 @@ type Options struct {
 	// Default (empty or ContainAuto): the process-wide strategy (see
 	// ContainmentInUse). A strategy this system cannot give fails Start.
 	Containment Containment
+	// Sandbox is what the child may touch, and the binary it must be.
+	// Default nil: no sandbox, the child can do whatever the bridge's user
+	// can. A child refused by its sandbox or its pin, or whose program
+	// cannot be executed inside it, fails Start with a *StartError.
+	Sandbox *Sandbox
 	// Logger receives stderr lines and framing problems; the child's pid
 	// is added to it. Default slog.Default().
 	Logger *slog.Logger
@@ -135,6 +141,7 @@ type Child struct {
 	stalled  bool
 
 	stopOnce sync.Once
+	stopped  atomic.Bool   // Stop or Kill was called: the bridge ended it
 	done     chan struct{} // closed when the child is reaped and stdout is read to its end
 	err      error         // how it ended; set before done closes
 
@@ -143,6 +150,10 @@ type Child struct {
 	tailMu sync.Mutex
 	tail   []string // ring of the last stderr lines
 	next   int
+	// notable are the first stderr lines of a sandboxed child that say
+	// what the sandbox may have refused it (notable), kept for its end:
+	// a crash dump can push them out of the tail.
+	notable []string
 
 	skipped atomic.Int64 // non-JSON stdout lines skipped
 }
@@ -211,17 +222,34 @@ func Start(opts Options) (*Child, error) {
 		return nil, fmt.Errorf("stdio: start %q: %w", opts.Argv[0], cmd.Err)
 	}
 
+	// A sandboxed child is its launcher first, which confines itself and
+	// then becomes the command (sandbox_*.go).
+	sp, err := prepareSandbox(opts.Sandbox, cmd, opts.Dir, opts.Env)
+	if err != nil {
+		closeAll(inR, inW, outR, outW, errR, errW)
+		return nil, opts.Sandbox.refused(opts.Argv[0], err)
+	}
+
 	// The tree leads a process group (or a job) of its own at least, so
 	// stopping it reaches everything it started (npx -> sh -> node), and a
 	// terminal's Ctrl-C reaches only the bridge, which then stops children
 	// in order.
-	tr, err := startContained(cmd, opts.Containment)
+	tr, err := startContained(cmd, opts.Containment, sp)
+	sp.started()
 	if err != nil {
+		sp.close()
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return nil, fmt.Errorf("stdio: start %q: %w", opts.Argv[0], err)
 	}
 	// The child holds its own copies now; ours would keep EOF from coming.
 	closeAll(inR, outW, errW)
+	if serr := sp.await(opts.Logger); serr != nil {
+		// The launcher said why, and has exited or is about to.
+		tr.signal(syscall.SIGKILL)
+		_ = tr.wait()
+		closeAll(inW, outR, errR)
+		return nil, opts.Sandbox.refused(opts.Argv[0], serr)
+	}
 
 	c := &Child{
 		opts:   opts,
@@ -341,6 +369,7 @@ func (c *Child) armDeadlineLocked() {
 // whole tree gets SIGKILL at once). It is safe to call more than once and
 // after the child has exited.
 func (c *Child) Stop(ctx context.Context) error {
+	c.stopped.Store(true)
 	c.stopOnce.Do(func() {
 		c.closeStdin()
 		go c.escalate()
@@ -356,6 +385,7 @@ func (c *Child) Stop(ctx context.Context) error {
 
 // Kill sends SIGKILL to the child and everything it started, at once.
 func (c *Child) Kill() {
+	c.stopped.Store(true)
 	c.closeStdin()
 	c.tree.signal(syscall.SIGKILL)
 }
@@ -409,6 +439,16 @@ func (c *Child) supervise(stdoutDone, stderrDone <-chan struct{}) {
 	c.stdout.Close()
 	c.stderr.Close()
 	c.closeStdin()
+	// Every stderr line is in: they say what the sandbox may have had to
+	// do with the end.
+	if err != nil && c.opts.Sandbox.Confines() {
+		c.tailMu.Lock()
+		lines := append(slices.Clone(c.notable), c.tail...)
+		c.tailMu.Unlock()
+		if hint := c.opts.Sandbox.explain(err, lines, c.stopped.Load()); hint != "" {
+			err = &SandboxExit{Err: err, Hint: hint}
+		}
+	}
 	c.err = err
 	close(c.done)
 }
@@ -514,6 +554,11 @@ func (c *Child) drainStderr() {
 			line := string(bytes.TrimRight(chunk, "\r\n"))
 			c.log.Load().Info("child stderr", "line", line)
 			c.remember(line)
+			if c.opts.Sandbox.Confines() && len(c.notable) < maxNotable && notable(line) {
+				c.tailMu.Lock()
+				c.notable = append(c.notable, line)
+				c.tailMu.Unlock()
+			}
 		}
 		skipping = err == bufio.ErrBufferFull
 		if err != nil && err != bufio.ErrBufferFull {

@@ -162,7 +162,7 @@ func choose(want Containment, probe func(Containment) (string, error)) (Containm
 //
 // Besides the tree, each system's file defines:
 //
-//	startTree(cmd *exec.Cmd, s Containment) (tree, error)
+//	startTree(cmd *exec.Cmd, s Containment, sp *sandboxSpawn) (tree, error)
 //	probe(c Containment) (why string, err error)
 //	var stopSignals []syscall.Signal // Stop's steps after closing stdin
 type tree interface {
@@ -183,12 +183,13 @@ type tree interface {
 }
 
 // startContained starts cmd, whose Path, Args, Env, Dir and standard files
-// are set, contained by strategy s (ContainAuto: the process-wide one).
-func startContained(cmd *exec.Cmd, s Containment) (tree, error) {
+// are set, contained by strategy s (ContainAuto: the process-wide one),
+// through its sandbox's launcher if sp is set.
+func startContained(cmd *exec.Cmd, s Containment, sp *sandboxSpawn) (tree, error) {
 	if s == "" || s == ContainAuto {
 		s, _ = ContainmentInUse()
 	}
-	return startTree(cmd, s)
+	return startTree(cmd, s, sp)
 }
 
 // exitError is nil for exit status 0, else an *ExitError.

@@ -64,9 +64,14 @@ func probe(c Containment) (string, error) {
 	return "", fmt.Errorf("unknown containment %q", c)
 }
 
-func startTree(cmd *exec.Cmd, s Containment) (tree, error) {
+func startTree(cmd *exec.Cmd, s Containment, sp *sandboxSpawn) (tree, error) {
 	if _, err := probe(s); err != nil {
 		return nil, err
+	}
+	if sp != nil {
+		if err := sp.command(cmd); err != nil {
+			return nil, err
+		}
 	}
 	// Setpgid: the child leads a group of its own, so a terminal's Ctrl-C
 	// reaches only the bridge, and one signal reaches the whole group.

@@ -55,22 +55,28 @@ func spawner() {
 	}
 }
 
-func startTree(cmd *exec.Cmd, s Containment) (tree, error) {
+// startTree starts cmd contained by s. With a sandbox (sp), cmd becomes
+// its launcher, in the sandbox's namespaces besides the strategy's own:
+// under ContainPIDNamespace the init is made in them and the launcher is
+// the command it runs (the launcher's report pipe is the init's fd 4,
+// which it hands on as the command's fd 3); otherwise the launcher is the
+// command.
+func startTree(cmd *exec.Cmd, s Containment, sp *sandboxSpawn) (tree, error) {
 	switch s {
 	case ContainPIDNamespace:
 		ns, err := probeNamespace()
 		if err != nil {
 			return nil, err
 		}
-		return startNamespaced(cmd, ns)
+		return startNamespaced(cmd, ns, sp)
 	case ContainCgroup:
 		cg, err := probeCgroup()
 		if err != nil {
 			return nil, err
 		}
-		return startCgroup(cmd, cg)
+		return startCgroup(cmd, cg, sp)
 	case ContainProcessGroup:
-		return startGroup(cmd)
+		return startGroup(cmd, sp)
 	case ContainJobObject:
 		return nil, errOtherSystem{s, "Windows"}
 	}
@@ -184,10 +190,16 @@ type nsTree struct {
 	reaped bool
 }
 
-func startNamespaced(cmd *exec.Cmd, ns nsConfig) (tree, error) {
+func startNamespaced(cmd *exec.Cmd, ns nsConfig, sp *sandboxSpawn) (tree, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
+	}
+	userPath := cmd.Path
+	if sp != nil {
+		if err := sp.command(cmd, true); err != nil {
+			return nil, err
+		}
 	}
 	init := initCommand(append([]string{"run", cmd.Path}, cmd.Args...)...)
 	init.Env = append(init.Env, cmd.Env...)
@@ -195,12 +207,16 @@ func startNamespaced(cmd *exec.Cmd, ns nsConfig) (tree, error) {
 	init.Stdin, init.Stdout, init.Stderr = cmd.Stdin, cmd.Stdout, cmd.Stderr
 	init.ExtraFiles = []*os.File{w}
 	init.SysProcAttr = ns.attr()
+	if sp != nil {
+		init.ExtraFiles = append(init.ExtraFiles, sp.reportW)
+		sp.attr(init.SysProcAttr, ns.userns)
+	}
 	err = spawn(init)
 	w.Close()
 	if err != nil {
 		r.Close()
 		if pe, ok := errors.AsType[*os.PathError](err); ok && pe.Path == init.Path {
-			pe.Path = cmd.Path // the user's command, not this executable
+			pe.Path = userPath // the user's command, not this executable
 		}
 		return nil, err
 	}
@@ -351,10 +367,18 @@ type cgroupTree struct {
 	reaped bool
 }
 
-func startCgroup(cmd *exec.Cmd, cg cgroupConfig) (tree, error) {
+func startCgroup(cmd *exec.Cmd, cg cgroupConfig, sp *sandboxSpawn) (tree, error) {
 	dir, err := cg.make()
 	if err != nil {
 		return nil, fmt.Errorf("make a cgroup: %w", err)
+	}
+	if sp != nil {
+		writeCgroupLimits(dir, sp.plan.limits)
+		if err := sp.command(cmd, false); err != nil {
+			os.Remove(dir)
+			return nil, err
+		}
+		cmd.ExtraFiles = []*os.File{sp.reportW}
 	}
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -365,6 +389,7 @@ func startCgroup(cmd *exec.Cmd, cg cgroupConfig) (tree, error) {
 	// CLONE_INTO_CGROUP: the child is in its group from its first
 	// instruction, so nothing it starts can escape before it is moved.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, UseCgroupFD: true, CgroupFD: fd}
+	sp.attr(cmd.SysProcAttr, false)
 	if err := spawn(cmd); err != nil {
 		os.Remove(dir)
 		return nil, err
@@ -476,10 +501,17 @@ type groupTree struct {
 	seen []int
 }
 
-func startGroup(cmd *exec.Cmd) (tree, error) {
+func startGroup(cmd *exec.Cmd, sp *sandboxSpawn) (tree, error) {
 	mark := rand.Text()
 	cmd.Env = withMark(cmd.Env, mark)
+	if sp != nil {
+		if err := sp.command(cmd, false); err != nil {
+			return nil, err
+		}
+		cmd.ExtraFiles = []*os.File{sp.reportW}
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	sp.attr(cmd.SysProcAttr, false)
 	if err := spawn(cmd); err != nil {
 		return nil, err
 	}

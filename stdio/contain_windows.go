@@ -73,7 +73,7 @@ func probe(c Containment) (string, error) {
 // puts this process in its own job (bridgeJob), as the first child would:
 // so the log of the strategy in use says whether that worked.
 var probeJob = sync.OnceValues(func() (string, error) {
-	job, err := newJob()
+	job, err := newJob(Limits{})
 	if err != nil {
 		return "", fmt.Errorf("no Job Object: %w", err)
 	}
@@ -89,7 +89,7 @@ var probeJob = sync.OnceValues(func() (string, error) {
 // when its last handle, which this process holds for its whole life,
 // closes: when this process exits. See the comment at the top of the file.
 var bridgeJob = sync.OnceValues(func() (windows.Handle, error) {
-	job, err := newJob()
+	job, err := newJob(Limits{})
 	if err != nil {
 		return 0, err
 	}
@@ -101,9 +101,10 @@ var bridgeJob = sync.OnceValues(func() (windows.Handle, error) {
 })
 
 // newJob creates a job that kills every process in it when its last
-// handle closes. The handle is not inheritable (no security attributes):
-// a child holding one would keep its own job alive.
-func newJob() (windows.Handle, error) {
+// handle closes, with a sandbox's limits (zero: none). The handle is not
+// inheritable (no security attributes): a child holding one would keep
+// its own job alive.
+func newJob(l Limits) (windows.Handle, error) {
 	job, err := windows.CreateJobObject(nil, nil)
 	if err != nil {
 		return 0, fmt.Errorf("create a job: %w", err)
@@ -113,6 +114,18 @@ func newJob() (windows.Handle, error) {
 			LimitFlags: windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
 		},
 	}
+	if l.Memory > 0 {
+		info.BasicLimitInformation.LimitFlags |= windows.JOB_OBJECT_LIMIT_JOB_MEMORY
+		info.JobMemoryLimit = uintptr(l.Memory)
+	}
+	if l.Procs > 0 {
+		info.BasicLimitInformation.LimitFlags |= windows.JOB_OBJECT_LIMIT_ACTIVE_PROCESS
+		info.BasicLimitInformation.ActiveProcessLimit = uint32(l.Procs)
+	}
+	if l.CPU > 0 {
+		info.BasicLimitInformation.LimitFlags |= windows.JOB_OBJECT_LIMIT_JOB_TIME
+		info.BasicLimitInformation.PerJobUserTimeLimit = int64(l.CPU / 100) // in 100 ns units
+	}
 	if _, err := windows.SetInformationJobObject(job, windows.JobObjectExtendedLimitInformation,
 		uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
 		windows.CloseHandle(job)
@@ -121,7 +134,7 @@ func newJob() (windows.Handle, error) {
 	return job, nil
 }
 
-func startTree(cmd *exec.Cmd, s Containment) (tree, error) {
+func startTree(cmd *exec.Cmd, s Containment, sp *sandboxSpawn) (tree, error) {
 	if s != ContainJobObject {
 		_, err := probe(s)
 		if err == nil {
@@ -147,7 +160,7 @@ func startTree(cmd *exec.Cmd, s Containment) (tree, error) {
 			return nil, err
 		}
 	}
-	job, err := newJob()
+	job, err := newJob(sp.jobLimits())
 	if err != nil {
 		return nil, err
 	}

@@ -49,6 +49,12 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "pin" {
+		os.Exit(runPin(os.Args[2:], os.Environ(), os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 2 && os.Args[1] == "sandbox" && os.Args[2] == "check" {
+		os.Exit(runSandboxCheck(os.Args[3:], os.Environ(), os.Stdout, os.Stderr))
+	}
 	ctx, force, stop := shutdownSignals()
 	code := run(ctx, force, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
 	stop()
@@ -148,6 +154,10 @@ func endpoint(authCtx context.Context, cfg *config.Config, environ []string, std
 	if err != nil {
 		return hopts, nil, err
 	}
+	if audit != nil {
+		// The endpoints' lines, and the sandbox's refusals (sandbox.go).
+		audit = &lockedWriter{w: audit}
+	}
 	hopts.Audit, hopts.Logger = audit, log
 	return hopts, closeAudit, nil
 }
@@ -176,6 +186,18 @@ func serveCommand(ctx, force context.Context, cfg *config.Config, environ []stri
 	if err := config.CommandError(command[0], bcfg.Dir, bcfg.Env, "--cwd"); err != nil {
 		return refuse(stderr, err)
 	}
+	// The same for a sandbox this system cannot enforce (under required).
+	sb, err := cfg.SandboxFor("default", bcfg.Dir, nil, "", environ)
+	if err != nil {
+		return refuse(stderr, err)
+	}
+	if sb != nil {
+		logSandboxSystem(log)
+	}
+	if err := checkSandbox(sb, "default", command, bcfg.Dir, bcfg.Env, hopts.Audit, log); err != nil {
+		return refuse(stderr, err)
+	}
+	bcfg.Sandbox = sb
 	b, err := bridge.New(bcfg)
 	if err != nil {
 		log.Error("bridge", "err", err)

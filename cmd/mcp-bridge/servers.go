@@ -38,7 +38,7 @@ type serverSet struct {
 // are the settings the flags give every server; the file's servers change
 // their command and what it lists.
 func openServers(cfg config.Config, environ []string, bc bridge.Config, ho httpapi.Options, log *slog.Logger) (*serverSet, error) {
-	if ho.Audit != nil {
+	if _, locked := ho.Audit.(*lockedWriter); ho.Audit != nil && !locked {
 		// Every server's endpoint writes to it.
 		ho.Audit = &lockedWriter{w: ho.Audit}
 	}
@@ -155,8 +155,8 @@ func metricsUnguarded(mounts []httpapi.MountSpec) bool {
 }
 
 // refusedServer is a server of the file that cannot be served: its
-// command cannot be found. kept: it is served already, and keeps its
-// settings.
+// command cannot be found, or its sandbox cannot be enforced. kept: it is
+// served already, and keeps its settings.
 type refusedServer struct {
 	name string
 	err  error
@@ -170,8 +170,19 @@ type refusedServer struct {
 func (s *serverSet) mounts(specs []config.ServerSpec) ([]httpapi.MountSpec, []refusedServer, error) {
 	mounts := make([]httpapi.MountSpec, 0, len(specs))
 	var refused []refusedServer
+	sandboxed := false
 	for _, sp := range specs {
-		if err := config.CommandError(sp.Command[0], sp.Dir, sp.Env, `its "cwd"`); err != nil {
+		if sp.Sandbox != nil && !sandboxed && s.served == nil {
+			logSandboxSystem(s.log)
+			sandboxed = true
+		}
+		err := config.CommandError(sp.Command[0], sp.Dir, sp.Env, `its "cwd"`)
+		if err == nil {
+			// A sandbox this system cannot enforce (under required)
+			// refuses the server as a missing command does.
+			err = checkSandbox(sp.Sandbox, sp.Name, sp.Command, sp.Dir, sp.Env, s.http.Audit, s.log)
+		}
+		if err != nil {
 			cur, kept := s.served[sp.Name]
 			if kept {
 				mounts = append(mounts, cur)

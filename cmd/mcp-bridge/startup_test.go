@@ -287,6 +287,13 @@ func TestFlagErrorsShowNoValue(t *testing.T) {
 		"containment":       {value: secret},
 		"child-protocol":    {value: secret},
 		"replica-id":        {value: "bad." + secret},
+		"sandbox":           {value: secret},
+		"sandbox-read":      {value: "/nonexistent/" + secret},
+		"sandbox-write":     {value: "/nonexistent/" + secret},
+		"sandbox-exec":      {value: "/nonexistent/" + secret},
+		"sandbox-net":       {value: secret},
+		"sandbox-limit":     {value: "mem=" + secret},
+		"pin-sha256":        {value: secret},
 	}
 	var tests []refusal
 	ct := reflect.TypeFor[Config]()

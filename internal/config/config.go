@@ -106,6 +106,14 @@ type Config struct {
 	InputTTL           *time.Duration `env:"INPUT_TTL" flag:"input-ttl" meta:"DURATION" group:"modern" help:"how long a call waits, holding its process, for a 2026-07-28 client's retry with the input the server asked for (sampling, elicitation, roots); then the server's questions are declined and the call cancelled"`
 	MaxParked          *int           `env:"MAX_PARKED" flag:"max-parked" meta:"N" group:"modern" help:"most calls of one principal that may wait for its clients' input at once (calls on processes leased to them, running or parked), checked before the process starts; over it, 429"`
 	ReplicaID          string         `env:"REPLICA_ID" flag:"replica-id" meta:"NAME" group:"modern" help:"this bridge's name in the requestState it gives 2026-07-28 clients, for a load balancer to route their retries by (letters, digits, - and _); default: random"`
+	Sandbox            string         `env:"SANDBOX" flag:"sandbox" meta:"PRESET" group:"sandbox" help:"confine each MCP server process and what it starts: node or python (a preset: the interpreter's installation, its own HOME, package cache and TMPDIR, TCP port 443) or none (no preset); with no sandbox flag at all the server can do whatever the bridge's user can"`
+	SandboxRead        []string       `env:"SANDBOX_READ" envSeparator:"," flag:"sandbox-read" meta:"PATH" group:"sandbox" help:"a file or directory the sandboxed server may read (repeatable; relative to --cwd)"`
+	SandboxWrite       []string       `env:"SANDBOX_WRITE" envSeparator:"," flag:"sandbox-write" meta:"PATH" group:"sandbox" help:"a file or directory the sandboxed server may read and write (repeatable; relative to --cwd); a --sandbox-read path inside it stays writable"`
+	SandboxExec        []string       `env:"SANDBOX_EXEC" envSeparator:"," flag:"sandbox-exec" meta:"PATH" group:"sandbox" help:"a file or directory the sandboxed server may read and execute (repeatable; relative to --cwd)"`
+	SandboxNet         []string       `env:"SANDBOX_NET" envSeparator:"," flag:"sandbox-net" meta:"NET" group:"sandbox" help:"what the sandboxed server may connect to: none (default without a preset), a TCP port (443) or HOST:PORT (only the port is enforced), unix to allow unix sockets (repeatable)"`
+	SandboxLimit       string         `env:"SANDBOX_LIMIT" flag:"sandbox-limit" meta:"LIMITS" group:"sandbox" help:"limits of the sandboxed server, each per process: mem=512M,procs=64,files=256,cpu=60s (any of them)"`
+	SandboxEnforce     *string        `env:"SANDBOX_ENFORCE" flag:"sandbox-enforce" meta:"MODE" group:"sandbox" help:"required: refuse to start a server when this system cannot enforce a right its sandbox asks for; best-effort: start it and log each right not enforced"`
+	PinSHA256          string         `env:"PIN_SHA256" flag:"pin-sha256" meta:"HEX" group:"sandbox" help:"the SHA-256 the server's program must have (mcp-bridge pin -- CMD prints it); any other is refused"`
 	LogFormat          *string        `env:"LOG_FORMAT" flag:"log-format" meta:"FORMAT" group:"log" help:"text or json"`
 	LogLevel           *string        `env:"LOG_LEVEL" flag:"log-level" meta:"LEVEL" group:"log" help:"debug, info, warn or error"`
 
@@ -142,6 +150,7 @@ var Groups = []struct{ Name, Title string }{
 	{"common", "Common flags"},
 	{"server", "The MCP server"},
 	{"processes", "Processes"},
+	{"sandbox", "Sandbox and pinned binaries"},
 	{"listen", "Listening"},
 	{"streams", "Responses and streams"},
 	{"timeouts", "Timeouts"},
@@ -191,6 +200,7 @@ func Defaults() Config {
 		InputTTL:               ptr(bridge.DefaultInputTTL),
 		MaxParked:              ptr(bridge.DefaultMaxParked),
 		MaxStreamsPerPrincipal: ptr(httpapi.DefaultMaxStreamsPerPrincipal),
+		SandboxEnforce:         ptr(stdio.EnforceRequired),
 		LogFormat:              ptr(DefaultLogFormat),
 		LogLevel:               ptr(DefaultLogLevel),
 	}

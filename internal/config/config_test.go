@@ -52,6 +52,7 @@ func TestDefaults(t *testing.T) {
 		InputTTL:               ptr(2 * time.Minute),
 		MaxParked:              ptr(16),
 		MaxStreamsPerPrincipal: ptr(128),
+		SandboxEnforce:         ptr("required"),
 		LogFormat:              ptr("text"),
 		LogLevel:               ptr("info"),
 	}

@@ -311,7 +311,7 @@ func strayWord(fs *flag.FlagSet, before []string, word string) error {
 		}
 	}
 	return fmt.Errorf("%q is not a flag: the MCP server's command goes after --, as in mcp-bridge [flags] -- %s [args...] "+
-		"(subcommands, given alone: mcp-bridge help, mcp-bridge version, mcp-bridge demo-server)", word, word)
+		"(subcommands, given first: mcp-bridge help, mcp-bridge version, mcp-bridge demo-server, mcp-bridge pin -- CMD, mcp-bridge sandbox check [flags] -- CMD)", word, word)
 }
 
 // PrintUsage prints the usage, two examples, and every flag grouped by
@@ -323,6 +323,8 @@ func PrintUsage(w io.Writer) {
 	fmt.Fprint(w, `Usage: mcp-bridge [flags] [-- command [args...]]
        mcp-bridge [flags] --config FILE
        mcp-bridge help | version | demo-server | conformance-server
+       mcp-bridge pin -- command [args...]
+       mcp-bridge sandbox check [flags] -- command [args...]
 
 Serves a stdio MCP server over Streamable HTTP (and the legacy HTTP+SSE
 transport), to MCP 2025 sessions and stateless 2026-07-28 clients alike.

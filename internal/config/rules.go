@@ -43,6 +43,7 @@ var rules = []rule{
 	{"path", checkPath},
 	{"legacy paths", checkLegacyPaths},
 	{"legacy paths differ", checkLegacyPathsDiffer},
+	{"sandbox", checkSandbox},
 	{"containment", oneOf("Containment", "want auto, pid-namespace, cgroup, job-object or process-group", containments()...)},
 	{"child-protocol", oneOf("ChildProtocol", "want auto, legacy or modern", bridge.ChildProtocolAuto, bridge.ChildProtocolLegacy, bridge.ChildProtocolModern)},
 	{"replica-id", checkReplicaID},

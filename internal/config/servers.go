@@ -57,6 +57,9 @@ type serverEntry struct {
 	TokenEnvs   []string `json:"tokenEnvs"` // added to --token-env
 	ToolAllow   []string `json:"toolAllow"` // added to --tool-allow
 	ToolDeny    []string `json:"toolDeny"`  // added to --tool-deny
+
+	Sandbox *sandboxEntry `json:"sandbox"` // the --sandbox* flags (sandbox.go)
+	SHA256  string        `json:"sha256"`  // replaces --pin-sha256
 }
 
 // ServerSpec is one server of the file resolved against the flags and
@@ -75,6 +78,8 @@ type ServerSpec struct {
 	TokenEnvs   []string // accepted besides --token-env
 	ToolAllow   []string // after --tool-allow
 	ToolDeny    []string // after --tool-deny
+	// Sandbox is the server's sandbox and pin, nil for none.
+	Sandbox *stdio.Sandbox
 }
 
 // Fingerprint stands for the whole spec. It is a digest: the spec holds
@@ -151,6 +156,12 @@ func ParseServers(file string, data []byte, c *Config, environ []string) ([]Serv
 		s := resolveServer(name, e, &r)
 		if checkServer(fe, sc, name, e, s) {
 			s.Env = stdio.Environ(environ, hidden, childEnv(r.Env, e, sc.vars))
+			sb, err := r.SandboxFor(name, s.Dir, e.Sandbox, e.SHA256, environ)
+			if err != nil {
+				fe.add(name, "sandbox", "%v", err)
+				continue
+			}
+			s.Sandbox = sb
 			specs = append(specs, s)
 		}
 	}
@@ -283,6 +294,7 @@ var serverRules = []struct {
 	{"tokenEnvs", checkServerTokenEnvs},
 	{"tokens", checkServerTokens},
 	{"tool rules", checkServerToolRules},
+	{"sandbox", checkServerSandbox},
 }
 
 // checkServer runs every rule on one server, reporting to fe; false when
@@ -529,6 +541,8 @@ func jsonKind(field string) string {
 		return "an array of strings"
 	case reflect.Map:
 		return "an object whose values are strings"
+	case reflect.Struct:
+		return "an object (preset, read, write, exec, net, limit, enforce)"
 	}
 	return "another type"
 }
@@ -561,6 +575,7 @@ func position(data []byte, offset int64) (line, col int) {
 func (c *Config) Mount(sp ServerSpec, bc bridge.Config, ho httpapi.Options, environ []string, log *slog.Logger) (httpapi.MountSpec, error) {
 	log = log.With("server", sp.Name)
 	bc.Command, bc.Dir, bc.Env, bc.Mode = sp.Command, sp.Dir, sp.Env, sp.Mode
+	bc.Sandbox = sp.Sandbox
 	bc.Prespawn, bc.IdleTimeout, bc.MaxSessions = sp.Prespawn, sp.IdleTimeout, sp.MaxSessions
 	bc.Logger = log
 	ho.Logger = log

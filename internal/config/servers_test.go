@@ -119,6 +119,12 @@ func TestServersFileInvalid(t *testing.T) {
 			want:    []string{`server "a": field "tokenEnvs": token variables GLOBAL_TOKEN and SAME_TOKEN hold the same token`},
 			notWant: []string{"globaltokenvalue"},
 		},
+		{name: "sandbox preset", rule: "sandbox", file: `{"mcpServers": {"a": {"command": "x", "sandbox": {"preset": "ruby"}}}}`, want: []string{`server "a": field "sandbox": preset: want node, python, none`}},
+		{name: "sandbox path", rule: "sandbox", file: `{"mcpServers": {"a": {"command": "x", "sandbox": {"write": ["/no/such/dir"]}}}}`, want: []string{`server "a": field "sandbox": write: no such file or directory`}, notWant: []string{"/no/such/dir"}},
+		{name: "sandbox limit", rule: "sandbox", file: `{"mcpServers": {"a": {"command": "x", "sandbox": {"limit": "mem=1X"}}}}`, want: []string{`server "a": field "sandbox": limit: want KEY=VALUE`}},
+		{name: "sandbox net", rule: "sandbox", file: `{"mcpServers": {"a": {"command": "x", "sandbox": {"net": ["none", "443"]}}}}`, want: []string{`server "a": field "sandbox": net:`}},
+		{name: "sandbox field unknown", file: `{"mcpServers": {"a": {"command": "x", "sandbox": {"reads": ["/"]}}}}`, want: []string{`server "a": field "reads": unknown field`}},
+		{name: "sha256", rule: "sandbox", file: `{"mcpServers": {"a": {"command": "x", "sha256": "secret-looking"}}}`, want: []string{`server "a": field "sha256": want the SHA-256 in lowercase hex`}, notWant: []string{"secret-looking"}},
 		{name: "tool rule", rule: "tool rules", file: `{"mcpServers": {"a": {"command": "x", "toolDeny": ["no-equals"]}}}`, want: []string{`server "a": field "toolDeny": tool rule`}},
 		{
 			name: "every error at once",

@@ -54,6 +54,22 @@
 //	                           same write, so no later call's answer comes between them
 //	stop_reading {}            answers "ok", then never reads stdin again and keeps running
 //	                           (until signalled): a server whose input backs up
+//	probe {op, target, in_grandchild}
+//	                           tries one thing a sandbox may refuse and answers "ok" or
+//	                           "error: <why>": op read, list or write a file (target), exec it,
+//	                           tcp (connect to target HOST:PORT), udp (send a datagram there),
+//	                           unix (connect to the socket at target), listen (TCP on target),
+//	                           signal (SIGCONT to the pid target), userns (start a grandchild in a
+//	                           user namespace of its own), mount (a tmpfs on target), nocaps ("ok"
+//	                           when it has no effective capability);
+//	                           in_grandchild: a grandchild ("badchild probe OP TARGET") tries it;
+//	                           exit_on_error: on an error, write "badchild: <why>" to stderr and
+//	                           exit 1, as a server that cannot go on without what it was refused
+//	forkbomb {}                starts grandchildren until the system refuses one, then writes
+//	                           "badchild: fork bomb stopped after N processes: <why>" to stderr
+//	                           and exits 1
+//	hog {}                     allocates and touches memory in 8 MiB steps until it dies
+//	spin {}                    keeps a CPU busy until it dies
 //
 // Pids are as /proc sees them (the readlink of /proc/self), which inside a
 // PID namespace of the bridge's making is the bridge's view, not os.Getpid().
@@ -64,6 +80,7 @@
 // (always exit 3 at once), -never-init (never answer initialize).
 // Run as "badchild grandchild [-ignore-term] [-daemon]" it blocks until killed
 // (with -daemon it starts the daemon and exits); that is what fork starts.
+// Run as "badchild probe OP TARGET" it prints what probe would answer.
 // By default it exits 0 on stdin EOF once in-flight calls have ended.
 package main
 
@@ -75,6 +92,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -130,6 +148,10 @@ type server struct {
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "grandchild" {
 		grandchild(os.Args[2:])
+	}
+	if len(os.Args) == 4 && os.Args[1] == "probe" {
+		fmt.Print(probe(os.Args[2], os.Args[3]))
+		os.Exit(0)
 	}
 	ignoreTerm := flag.Bool("ignore-term", false, "ignore SIGTERM, so only SIGKILL stops the process")
 	ignoreEOF := flag.Bool("ignore-eof", false, "keep running after stdin EOF until signalled")
@@ -360,6 +382,11 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 		Setsid     bool `json:"setsid"`
 		IgnoreTerm bool `json:"ignore_term"`
 		Daemon     bool `json:"daemon"`
+		// probe
+		Op           string `json:"op"`
+		Target       string `json:"target"`
+		InGrandchild bool   `json:"in_grandchild"`
+		ExitOnError  bool   `json:"exit_on_error"`
 	}
 	if len(p.Arguments) > 0 {
 		if err := json.Unmarshal(p.Arguments, &a); err != nil {
@@ -478,6 +505,24 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 			}}))
 		}
 		s.writeLine(lines...)
+	case "probe":
+		got := probe(a.Op, a.Target)
+		if a.InGrandchild {
+			got = probeInGrandchild(a.Op, a.Target)
+		}
+		if why, failed := strings.CutPrefix(got, "error: "); failed && a.ExitOnError {
+			fmt.Fprintln(os.Stderr, "badchild: "+why)
+			os.Exit(1)
+		}
+		s.respond(m.ID, textResult(got), false)
+	case "forkbomb":
+		forkbomb()
+	case "hog":
+		hog()
+	case "spin":
+		for n := 0; ; n++ {
+			spun.Add(1)
+		}
 	case "cancels":
 		s.stateMu.Lock()
 		ids, _ := json.Marshal(s.cancels) // raw ids marshal as themselves
@@ -566,6 +611,118 @@ func grandchild(args []string) {
 	fmt.Fprintf(report, "%d\n", selfPid())
 	report.Close()
 	blockForever()
+}
+
+// probe tries op on target and says how it went: "ok", or "error: "
+// and the error.
+func probe(op, target string) string {
+	var err error
+	switch op {
+	case "read":
+		_, err = os.ReadFile(target)
+	case "list":
+		_, err = os.ReadDir(target)
+	case "write":
+		err = os.WriteFile(target, []byte("written by badchild\n"), 0o600)
+	case "exec":
+		err = exec.Command(target).Run()
+	case "tcp", "unix":
+		var c net.Conn
+		if c, err = net.DialTimeout(op, target, 10*time.Second); err == nil {
+			c.Close()
+		}
+	case "udp":
+		var c net.Conn
+		if c, err = net.Dial("udp", target); err == nil {
+			_, err = c.Write([]byte("badchild"))
+			c.Close()
+		}
+	case "listen":
+		var l net.Listener
+		if l, err = net.Listen("tcp", target); err == nil {
+			l.Close()
+		}
+	case "signal":
+		var pid int
+		if pid, err = strconv.Atoi(target); err == nil {
+			err = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	case "userns":
+		cmd := exec.Command("/proc/self/exe", "probe", "read", "/dev/null")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}
+		err = cmd.Run()
+	case "mount":
+		err = syscall.Mount("tmpfs", target, "tmpfs", 0, "")
+	case "nocaps":
+		var b []byte
+		if b, err = os.ReadFile("/proc/self/status"); err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(line, "CapEff:"); ok && strings.Trim(strings.TrimSpace(v), "0") != "" {
+					err = fmt.Errorf("capabilities %s", strings.TrimSpace(v))
+				}
+			}
+		}
+	default:
+		err = fmt.Errorf("unknown probe %q", op)
+	}
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return "ok"
+}
+
+// probeInGrandchild runs the probe in a grandchild, which inherits
+// whatever confines this process.
+func probeInGrandchild(op, target string) string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	out, err := exec.Command(exe, "probe", op, target).Output()
+	if err != nil {
+		return "error: the grandchild: " + err.Error()
+	}
+	return string(out)
+}
+
+// forkbomb starts grandchildren that block until killed, until one
+// cannot be started, then says so on stderr and exits 1.
+func forkbomb() {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = "/proc/self/exe"
+	}
+	for n := 0; ; n++ {
+		cmd := exec.Command(exe, "grandchild")
+		r, w, perr := os.Pipe()
+		if perr == nil {
+			cmd.ExtraFiles = []*os.File{w}
+		}
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintf(os.Stderr, "badchild: fork bomb stopped after %d processes: %v\n", n, err)
+			os.Exit(1)
+		}
+		if perr == nil {
+			w.Close()
+			go func() { io.Copy(io.Discard, r); r.Close() }()
+		}
+		go cmd.Wait()
+	}
+}
+
+// spun keeps spin's loop from being optimised away.
+var spun atomic.Int64
+
+// hog allocates memory and touches every page of it until it dies.
+func hog() {
+	var keep [][]byte
+	for {
+		b := make([]byte, 8<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		keep = append(keep, b)
+	}
 }
 
 // selfPid is this process's pid as /proc sees it.
@@ -819,6 +976,10 @@ func toolList() []any {
 		{"ask_after", "Answers ok, then asks the client method; writes what came back to stderr.", obj("method", "string")},
 		{"progress_after", "Answers ok, then sends progress for the request.", obj()},
 		{"stop_reading", "Answers ok, then never reads stdin again (and keeps running).", obj()},
+		{"probe", "Tries one thing a sandbox may refuse (read, list, write, exec, tcp, udp, unix, listen) on target; answers ok or the error.", obj("op", "string", "target", "string", "in_grandchild", "boolean", "exit_on_error", "boolean")},
+		{"forkbomb", "Starts processes until the system refuses one, then exits 1.", obj()},
+		{"hog", "Allocates memory until it dies.", obj()},
+		{"spin", "Keeps a CPU busy until it dies.", obj()},
 	}
 	out := make([]any, 0, len(tools))
 	for _, t := range tools {

@@ -280,16 +280,28 @@ function commandLine(argv) {
   return el("code", { class: "command" }, (argv || []).map(shellWord).join(" "));
 }
 
+// sandboxView shows a server's sandbox as the bridge enforces it: its
+// profile in one line, then each right it asks for, enforced or not.
+function sandboxView(sb) {
+  if (!sb) return el("div", { class: "sandbox hint" }, "no sandbox: the server can do whatever the bridge's user can");
+  const line = [sb.enforce, sb.preset ? "preset " + sb.preset : "", "net " + (sb.net || []).join(", "), sb.limits || "", sb.pinned ? "pinned" : ""];
+  const rights = (sb.rights || []).map((r) =>
+    el("li", { class: r.enforced ? "" : "busy" }, (r.enforced ? "enforced: " : "NOT enforced: ") + r.right + " (" + (r.enforced ? r.by : r.why) + ")"),
+  );
+  return el("div", { class: "sandbox" }, el("span", {}, "sandbox: " + line.filter(Boolean).join(" · ")), el("ul", {}, ...rights));
+}
+
 function renderSnapshot() {
   const snap = state.snapshot;
   const server = $("server");
   server.replaceChildren();
   if (snap.servers && snap.servers.length) {
-    // Several servers (--config): each one's command and mode.
-    for (const s of snap.servers) fact(server, s.name, el("span", {}, commandLine(s.argv), el("span", { class: "hint" }, " · " + s.mode)));
+    // Several servers (--config): each one's command, mode and sandbox.
+    for (const s of snap.servers) fact(server, s.name, el("span", {}, commandLine(s.argv), el("span", { class: "hint" }, " · " + s.mode), sandboxView(s.sandbox)));
   } else {
     fact(server, "Command", commandLine(snap.argv || [snap.command]));
     fact(server, "Mode", snap.mode);
+    fact(server, "Sandbox", sandboxView(snap.sandbox));
   }
   fact(server, "Waiting children", String(snap.waitingChildren ?? 0));
 

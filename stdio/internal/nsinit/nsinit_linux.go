@@ -39,6 +39,10 @@ const (
 	// a death by signal by dying of it: the kernel protects PID 1 from
 	// every signal but the parent's SIGKILL.
 	ReportFD = 3
+	// CommandReportFD, when the bridge gives the init one, is handed on
+	// to the command as its fd 3: the report pipe of the sandbox launcher
+	// (stdio/internal/launch), which the command is then.
+	CommandReportFD = 4
 )
 
 func init() {
@@ -73,13 +77,24 @@ func runInit(argv []string, env []string) int {
 	// those it has no handler for.
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	// Its own standard files straight through: no copying, and no
+	// process in between on the pipes.
+	files := []uintptr{0, 1, 2}
+	if handsOn() {
+		// Its fd 3, and not also its fd 4 (the bridge gave it to this
+		// process without close-on-exec).
+		files = append(files, CommandReportFD)
+		syscall.CloseOnExec(CommandReportFD)
+	}
 	pid, err := syscall.ForkExec(argv[1], argv[2:], &syscall.ProcAttr{
-		Env: env,
-		// Its own standard files straight through: no copying, and no
-		// process in between on the pipes.
-		Files: []uintptr{0, 1, 2},
+		Env:   env,
+		Files: files,
 		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	})
+	if len(files) > 3 {
+		// The command holds it now: its end must come with the command's.
+		syscall.Close(CommandReportFD)
+	}
 	if err != nil {
 		fmt.Fprintf(report, "E%s\n", oneLine(fmt.Sprintf("fork/exec %s: %v", argv[1], err)))
 		return 127
@@ -118,6 +133,12 @@ func runInit(argv []string, env []string) int {
 		}
 		return ws.ExitStatus()
 	}
+}
+
+// handsOn says whether the bridge gave this init a CommandReportFD.
+func handsOn() bool {
+	_, _, e := syscall.RawSyscall(syscall.SYS_FCNTL, CommandReportFD, syscall.F_GETFD, 0)
+	return e == 0
 }
 
 // childHostPid is the pid of this process's only child as the bridge sees
