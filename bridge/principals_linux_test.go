@@ -240,12 +240,17 @@ func TestPrincipalsForgotten(t *testing.T) {
 			grew := func(a, b uint64) float64 { return 100 * (float64(b) - float64(a)) / float64(a) }
 			t.Logf("after %d subjects, then %d more: RSS %d then %d KiB (%+.1f%%), Go heap in use %d then %d KiB (%+.1f%%), %d goroutines",
 				warmup, subjects, rss0, rss1, grew(rss0, rss1), heap0, heap1, grew(heap0, heap1), runtime.NumGoroutine())
-			if grew(heap0, heap1) > 10 {
-				t.Errorf("the Go heap grew by more than 10%% over %d subjects", subjects)
-			}
 			switch {
 			case raceDetector:
-				t.Log("RSS not checked: the race detector's own memory grows with every goroutine (test.sh runs this test without it)")
+				// Under the race detector the maps are checked (settle
+				// waits for them to empty), and memory is not: its own
+				// memory grows with every goroutine, and at this scale
+				// the heap moves by a megabyte either way (seen +35% in
+				// a CI run on a loaded machine). test.sh runs this test
+				// without it, where the bounds below hold over 10,000.
+				t.Log("memory not checked: the race detector's own memory grows with every goroutine (test.sh runs this test without it)")
+			case grew(heap0, heap1) > 10:
+				t.Errorf("the Go heap grew by more than 10%% over %d subjects", subjects)
 			case grew(rss0, rss1) > 10:
 				t.Errorf("RSS grew by more than 10%% over %d subjects", subjects)
 			}
