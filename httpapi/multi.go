@@ -42,6 +42,8 @@ type Mounts struct {
 	set    atomic.Pointer[map[string]*mount]
 	absent atomic.Pointer[map[string]string]
 
+	registry atomic.Pointer[registryAPI] // the registry API, once served (ServeRegistry)
+
 	mu       sync.Mutex // serialises Stage, Commit, Rollback, Apply, Drain and Close
 	closing  bool
 	staged   *Staged        // a change served but not committed yet
@@ -96,7 +98,10 @@ type MountSpec struct {
 
 // Changes say what an Apply did, by server name, each list sorted.
 type Changes struct {
-	Added, Removed, Restarted, Unchanged []string
+	Added     []string `json:"added,omitempty"`
+	Removed   []string `json:"removed,omitempty"`
+	Restarted []string `json:"restarted,omitempty"`
+	Unchanged []string `json:"unchanged,omitempty"`
 }
 
 var serverName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -216,6 +221,8 @@ func NewMounts(opts MountsOptions) *Mounts {
 		}
 		notFound(w)
 	})
+	// The registry API (registry.go), once ServeRegistry is called.
+	r.Handle("/admin/*", http.HandlerFunc(m.serveRegistry))
 	if opts.Web != nil {
 		m.mountWeb(r, opts.Web)
 	}
@@ -458,14 +465,17 @@ func (st *Staged) Wait(ctx context.Context) error {
 	return nil
 }
 
-// Ready says whether server name is served, and if so whether it could
-// start a session now (nil) or why not (bridge.Bridge.Ready).
-func (m *Mounts) Ready(name string) (served bool, err error) {
+// Health is how server name is now, when it is served (ok): ready, or
+// unavailable with the reason and message of its /readyz.
+func (m *Mounts) Health(name string) (h ServerHealth, ok bool) {
 	mt := (*m.set.Load())[name]
 	if mt == nil {
-		return false, nil
+		return ServerHealth{}, false
 	}
-	return true, mt.b.Ready()
+	if err := mt.b.Ready(); err != nil {
+		return ServerHealth{Status: "unavailable", Reason: notReadyReason(err), Message: publicMessage(err)}, true
+	}
+	return ServerHealth{Status: "ready"}, true
 }
 
 func buildMount(s MountSpec) (*mount, error) {

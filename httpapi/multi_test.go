@@ -347,10 +347,10 @@ func TestMountsStage(t *testing.T) {
 	if err := st.Rollback(); err == nil {
 		t.Error("Rollback after Commit did something")
 	}
-	if served, err := m.Ready("b"); !served || err != nil {
-		t.Errorf("Ready(b): %v %v", served, err)
+	if h, served := m.Health("b"); !served || h.Status != "ready" {
+		t.Errorf("Health(b): %+v %v", h, served)
 	}
-	if served, _ := m.Ready("a"); served {
-		t.Error("Ready(a): served")
+	if _, served := m.Health("a"); served {
+		t.Error("Health(a): served")
 	}
 }

@@ -173,3 +173,16 @@ func (p *bridgeProc) stop() {
 		<-p.done
 	}
 }
+
+// lockedWriter serialises the writes of several processes' output to
+// one buffer.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
 	"github.com/mcp-bridge/mcp-bridge/internal/config"
 	"github.com/mcp-bridge/mcp-bridge/internal/demo"
+	"github.com/mcp-bridge/mcp-bridge/internal/registry"
 	"github.com/mcp-bridge/mcp-bridge/stdio"
 )
 
@@ -198,27 +199,35 @@ func serveCommand(ctx, force context.Context, cfg *config.Config, environ []stri
 	})
 }
 
-// serveServers serves the servers of the --config file (servers.go): the
-// flags' settings are each server's defaults; SIGHUP rereads the file.
+// serveServers serves the servers of the --config file (internal/registry,
+// servers.go): the flags' settings are each server's defaults; SIGHUP
+// rereads the file, and the registry API changes it.
 func serveServers(ctx, force context.Context, cfg *config.Config, environ []string, hopts httpapi.Options, log *slog.Logger, stderr io.Writer) int {
 	bcfg := cfg.Bridge(nil, environ) // each server has its own command
 	bcfg.Logger = log
-	set, err := openServers(*cfg, environ, bcfg, hopts, log)
+	writers, err := cfg.RegistryWriters()
+	if err != nil {
+		return refuse(stderr, err)
+	}
+	reg, err := registry.Open(registry.Options{Config: *cfg, Environ: environ, Bridge: bcfg, HTTP: hopts, Writers: writers, Logger: log})
 	if err != nil {
 		return refuse(stderr, err)
 	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	return serve(ctx, force, cfg.Serving(), log, set, set, func(base string) {
-		log.Info("mcp-bridge listening", "addr", strings.TrimPrefix(base, "http://"), "servers", strings.Join(set.Names(), ","))
-		set.announce(base, set.Names())
+	return serve(ctx, force, cfg.Serving(), log, reg, reg, func(base string) {
+		log.Info("mcp-bridge listening", "addr", strings.TrimPrefix(base, "http://"), "servers", strings.Join(reg.Names(), ","))
+		reg.Listening(base)
 		if hopts.Web {
 			log.Info("also serving web page", "url", base+"/")
 		}
 		log.Info("also serving metrics (Prometheus), every server's", "url", base+"/metrics")
+		if len(writers) > 0 {
+			log.Info("also serving the registry API (--registry-admin)", "url", base+httpapi.RegistryPath)
+		}
 		// From now on a reload logs the URLs of the servers it starts.
-		go set.reloadOn(ctx, hup)
+		go reloadOn(ctx, reg, hup, cfg.ConfigFile, log)
 	})
 }
 

@@ -414,6 +414,20 @@ func (c *Config) toolPolicy() (*auth.ToolPolicy, error) {
 	return auth.NewToolPolicy(rules), nil
 }
 
+// RegistryWriters parses --registry-admin: who may change the servers
+// through the registry API.
+func (c *Config) RegistryWriters() (auth.Subjects, error) {
+	var out auth.Subjects
+	for i, a := range c.RegistryAdmins {
+		s, err := auth.ParseSubject(a)
+		if err != nil {
+			return nil, invalid("RegistryAdmins", "%s%v", entry(i, len(c.RegistryAdmins)), err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
 // admins parses --admin.
 func (c *Config) admins() (auth.Subjects, error) {
 	var out auth.Subjects

@@ -145,11 +145,21 @@ func (fe *fileErrors) err() error {
 // (ParseServers). A file that cannot be read is named when its name is
 // a file's (fileNamed): else it may be a secret given in its place.
 func (c *Config) LoadServers(environ []string) ([]ServerSpec, error) {
+	data, err := ReadServersFile(c)
+	if err != nil {
+		return nil, err
+	}
+	return ParseServers(c.ConfigFile, data, c, environ)
+}
+
+// ReadServersFile reads the --config file, or says it cannot, naming
+// the file when its name is a file's (fileNamed).
+func ReadServersFile(c *Config) ([]byte, error) {
 	data, err := os.ReadFile(c.ConfigFile)
 	if err != nil {
 		return nil, fmt.Errorf("%s: cannot read %s: %w", describe("ConfigFile"), fileNamed(c.ConfigFile), pathless(err))
 	}
-	return ParseServers(c.ConfigFile, data, c, environ)
+	return data, nil
 }
 
 // ParseServers reads the file's servers, checks them and resolves them

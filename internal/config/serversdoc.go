@@ -295,6 +295,14 @@ func (e Entry) WithDisabled(off bool) Entry {
 	return Entry{e.m.remove("disabled")}
 }
 
+// String is the entry's field of that name when it is a string; "" if
+// it is absent or another type.
+func (e Entry) String(field string) string {
+	var v string
+	_ = json.Unmarshal(e.m.folded(field), &v)
+	return v
+}
+
 // EnvKeys are the names of the variables the entry's "env" sets, in its
 // order: what may be shown of it.
 func (e Entry) EnvKeys() []string {
