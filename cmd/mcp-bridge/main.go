@@ -50,6 +50,12 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "servers" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := serversCommand(ctx, os.Args[2:], os.Environ(), os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
 	ctx, force, stop := shutdownSignals()
 	code := run(ctx, force, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
 	stop()

@@ -323,6 +323,7 @@ func PrintUsage(w io.Writer) {
 	fmt.Fprint(w, `Usage: mcp-bridge [flags] [-- command [args...]]
        mcp-bridge [flags] --config FILE
        mcp-bridge help | version | demo-server | conformance-server
+       mcp-bridge servers list | add | rm | enable | disable   (a running bridge's --config servers)
 
 Serves a stdio MCP server over Streamable HTTP (and the legacy HTTP+SSE
 transport), to MCP 2025 sessions and stateless 2026-07-28 clients alike.
