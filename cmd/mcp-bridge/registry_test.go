@@ -80,11 +80,11 @@ type registryPageResult struct {
 		Text           string
 	}
 	Admin struct {
-		RegistryStatus                             int
-		Rows, RowsAfter                            int
+		RegistryStatus                            int
+		Rows, RowsAfter                           int
 		Added, Edited, Disabled, Refused, Removed string
-		HTML                                       string
-		Inputs                                     []string
+		HTML                                      string
+		Inputs                                    []string
 	}
 	Failed     string
 	PageErrors []string
