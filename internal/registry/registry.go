@@ -114,6 +114,11 @@ type state struct {
 	refused map[string]string            // why a server enabled in the file is not served
 }
 
+// msgLoaded is the log's message for a load (start, reload); a change of
+// the API logs "servers changed", and not again what the flags alone
+// decide (the state of /metrics).
+const msgLoaded = "servers loaded"
+
 // maxRemembered bounds the names of removed servers the 404s remember.
 const maxRemembered = 256
 
@@ -224,7 +229,7 @@ func (r *Registry) load(data []byte, first bool) error {
 	r.announce(st.Changes)
 	st.Commit()
 	r.commit(data, doc, p, st.Changes)
-	r.logLoad("servers loaded", p, st.Changes)
+	r.logLoad(msgLoaded, p, st.Changes)
 	return nil
 }
 
@@ -357,7 +362,7 @@ func (r *Registry) logLoad(msg string, p plan, ch httpapi.Changes) {
 		// After start: the servers it starts, at their URLs.
 		r.logURLs(append(slices.Clone(ch.Added), ch.Restarted...))
 	}
-	if closed := slices.ContainsFunc(p.mounts, func(ms httpapi.MountSpec) bool { return ms.HTTP.Auth != nil }); closed && metricsUnguarded(p.mounts) {
+	if closed := slices.ContainsFunc(p.mounts, func(ms httpapi.MountSpec) bool { return ms.HTTP.Auth != nil }); closed && metricsUnguarded(p.mounts) && msg == msgLoaded {
 		r.log.Warn(httpapi.MetricsClosed)
 	}
 	for _, ms := range p.mounts {
