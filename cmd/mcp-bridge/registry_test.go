@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -534,5 +535,68 @@ func TestServersCommand(t *testing.T) {
 		if strings.Contains(o, regSecret) {
 			t.Errorf("%s shows the secret:\n%s", what, o)
 		}
+	}
+}
+
+// TestREADMERegistry: the README's "Changing servers at run time" runs as
+// written, its npx server swapped for the demo server: the bridge takes
+// its flags, and each mcp-bridge servers line succeeds with the variables
+// it exports.
+func TestREADMERegistry(t *testing.T) {
+	bin := testpeers.BuildGo(t, "./cmd/mcp-bridge")
+	_, section, _ := strings.Cut(readme(t), "\n## Changing servers at run time\n")
+	blocks := codeBlocks(section)
+	if len(blocks) == 0 || blocks[0].lang != "sh" {
+		t.Fatalf("the section lacks its commands: %v", blocks)
+	}
+	dir := t.TempDir()
+	q, _ := json.Marshal(bin)
+	if err := os.WriteFile(filepath.Join(dir, "servers.json"), []byte(`{"mcpServers": {"demo": {"command": `+string(q)+`, "args": ["demo-server"]}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := append(environWithout(envPrefix), "MCP_TOKEN="+randomToken())
+	var p *bridgeProc
+	ran := 0
+	for _, line := range strings.Split(strings.ReplaceAll(blocks[0].text, "\\\n", " "), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		words := strings.Fields(line)
+		switch {
+		case len(words) == 0:
+		case words[0] == "export":
+			for _, kv := range words[1:] {
+				if !strings.Contains(kv, "$(") {
+					env = append(env, kv)
+				}
+			}
+		case words[0] == "mcp-bridge" && words[len(words)-1] == "&":
+			p = startBridgeAs(t, bridgeExec{dir: dir}, env, words[1:len(words)-1]...)
+			env = append(env, "MCP_BRIDGE_ADMIN_URL="+p.Base)
+		default:
+			cmdEnv := slices.Clone(env)
+			for len(words) > 0 && strings.Contains(words[0], "=") {
+				cmdEnv, words = append(cmdEnv, words[0]), words[1:]
+			}
+			if len(words) < 2 || words[0] != "mcp-bridge" || words[1] != "servers" {
+				t.Fatalf("a line the test does not know: %q", line)
+			}
+			if i := slices.Index(words, "npx"); i >= 0 {
+				words = append(words[:i], bin, "demo-server")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
+			cmd := exec.CommandContext(ctx, bin, words[1:]...)
+			cmd.Env = cmdEnv
+			out, err := cmd.CombinedOutput()
+			cancel()
+			if err != nil {
+				t.Errorf("%s: %v\n%s", line, err, out)
+			}
+			ran++
+		}
+	}
+	if p == nil || ran < 4 {
+		t.Fatalf("the section started no bridge or ran %d commands", ran)
+	}
+	if file, _ := os.ReadFile(filepath.Join(dir, "servers.json")); strings.Contains(string(file), "github") {
+		t.Errorf("after the section, the file still has github:\n%s", file)
 	}
 }

@@ -41,6 +41,12 @@ type serversFile struct {
 // options. Single values replace the flag of the same name; lists and
 // objects add to it. An unknown field is an error, so a misspelt option
 // is not silently ignored.
+//
+// The registry API (serversdoc.go) takes, checks and shows every field
+// here with no change of its own: a field added (a sandbox, a pin of the
+// command's digest) is accepted by its type, checked by its serverRules
+// entry, and shown by GET, so a field that holds a secret must be kept
+// out of Entry.View as env is.
 type serverEntry struct {
 	Type     string            `json:"type"`
 	URL      string            `json:"url"`
