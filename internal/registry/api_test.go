@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-bridge/mcp-bridge/auth/authtest"
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
 )
 
@@ -304,5 +305,88 @@ func TestRegistrySerialised(t *testing.T) {
 	}
 	if got := len(f.reg.Names()); got != n+1 {
 		t.Errorf("after a reload of the file, %d servers, want %d", got, n+1)
+	}
+}
+
+// TestRegistryScope: --registry-admin scope:registry:write grants the
+// writes to JWTs with that scope, and only to them: a JWT without it may
+// not, though it is a valid token of the bridge.
+func TestRegistryScope(t *testing.T) {
+	t.Parallel()
+	const jwtSecret = "jwt-hmac-secret-of-at-least-32-bytes-0123"
+	f := newFixtureWith(t, `"a": {"command": "CHILD"}`, Options{}, []string{"JWT_SECRET=" + jwtSecret},
+		"--jwt-secret-env", "JWT_SECRET", "--jwt-issuer", "https://issuer.test", "--jwt-audience", "https://bridge.test",
+		"--registry-admin", "scope:registry:write")
+	token := func(scope string) string {
+		c := authtest.Claims("https://issuer.test", "alice", "https://bridge.test")
+		if scope != "" {
+			c["scope"] = scope
+		}
+		return authtest.Sign(t, "HS256", []byte(jwtSecret), "", c)
+	}
+	for _, c := range []struct {
+		scope string
+		want  int
+	}{
+		{"registry:write", http.StatusOK},
+		{"mcp registry:read", http.StatusForbidden},
+		{"", http.StatusForbidden},
+	} {
+		if ans := f.call(token(c.scope), "POST", httpapi.RegistryPath+"/a:restart", ""); ans.status != c.want {
+			t.Errorf("a JWT with scope %q: %d %s, want %d", c.scope, ans.status, ans.body, c.want)
+		}
+	}
+}
+
+// TestRegistryDeleteDrains: a call in flight on a server being removed
+// is answered by that server; the DELETE answers once it is, and its
+// process stopped; a request for the server after the DELETE is told it
+// was removed.
+func TestRegistryDeleteDrains(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, `"a": {"command": "CHILD"}, "b": {"command": "CHILD"}`, Options{})
+	s := f.open("b")
+	pid, _ := s.pid()
+	answered := make(chan map[string]any, 1)
+	go func() {
+		// Longer than the stop grace (500 ms): stopping the child at
+		// once would cut it.
+		_, m := s.post(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{"ms":1500,"steps":3}}}`)
+		answered <- m
+	}()
+	waitBusy(t, f, "b")
+	ans := f.call(adminToken, "DELETE", httpapi.RegistryPath+"/b", "")
+	if ans.status != http.StatusOK {
+		t.Fatalf("delete: %d %s", ans.status, ans.body)
+	}
+	select {
+	case m := <-answered:
+		if m["result"] == nil {
+			t.Errorf("the call in flight was not answered by its server: %v", m)
+		}
+	default:
+		t.Error("the DELETE answered before the call in flight was")
+	}
+	if alive(pid) {
+		t.Errorf("the DELETE answered, and the server's child %d runs", pid)
+	}
+	if status, m := s.post(`{"jsonrpc":"2.0","id":6,"method":"ping"}`); status != http.StatusNotFound || !strings.Contains(mustJSON(m), `server \"b\" was removed`) {
+		t.Errorf("after the DELETE, the session: %d %v", status, m)
+	}
+}
+
+// waitBusy waits until server name has a request in flight.
+func waitBusy(t *testing.T, f *fixture, name string) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(20 * time.Second)
+	defer deadline.Stop()
+	for f.reg.Busy().Requests == 0 {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("no request in flight on %s", name)
+		}
 	}
 }

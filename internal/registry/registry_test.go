@@ -72,6 +72,12 @@ type fixture struct {
 // set the hooks.
 func newFixture(t *testing.T, servers string, opts Options) *fixture {
 	t.Helper()
+	return newFixtureWith(t, servers, opts, nil)
+}
+
+// newFixtureWith is newFixture with more variables and flags.
+func newFixtureWith(t *testing.T, servers string, opts Options, env []string, args ...string) *fixture {
+	t.Helper()
 	child := testpeers.BuildGo(t, "./testdata/badchild")
 	q, _ := json.Marshal(child)
 	file := filepath.Join(t.TempDir(), "servers.json")
@@ -79,9 +85,9 @@ func newFixture(t *testing.T, servers string, opts Options) *fixture {
 	if err := os.WriteFile(file, []byte(data), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	environ := append(os.Environ(), "ADMIN_TOKEN="+adminToken, "READER_TOKEN="+readerToken, "USER_TOKEN="+userToken)
-	cfg, err := config.Load([]string{"--config", file, "--token-env", "ADMIN_TOKEN", "--token-env", "READER_TOKEN", "--token-env", "USER_TOKEN",
-		"--admin", "token:READER_TOKEN", "--registry-admin", "token:ADMIN_TOKEN", "--stop-grace", "500ms", "--shutdown-timeout", "5s", "--audit-log", "-"}, environ, io.Discard)
+	environ := append(append(os.Environ(), "ADMIN_TOKEN="+adminToken, "READER_TOKEN="+readerToken, "USER_TOKEN="+userToken), env...)
+	cfg, err := config.Load(append([]string{"--config", file, "--token-env", "ADMIN_TOKEN", "--token-env", "READER_TOKEN", "--token-env", "USER_TOKEN",
+		"--admin", "token:READER_TOKEN", "--registry-admin", "token:ADMIN_TOKEN", "--stop-grace", "500ms", "--shutdown-timeout", "5s", "--audit-log", "-"}, args...), environ, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
