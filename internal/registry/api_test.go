@@ -351,8 +351,17 @@ func TestRegistryDeleteDrains(t *testing.T) {
 	go func() {
 		// Longer than the stop grace (500 ms): stopping the child at
 		// once would cut it.
-		_, m := s.post(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{"ms":1500,"steps":3}}}`)
+		_, m, err := s.tryPost(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{"ms":1500,"steps":3}}}`)
+		if err != nil {
+			m = map[string]any{"error": err.Error()}
+		}
 		answered <- m
+	}()
+	defer func() {
+		select {
+		case <-answered: // the goroutine is done
+		case <-time.After(30 * time.Second): // a safety net, not a timing assertion
+		}
 	}()
 	waitBusy(t, f, "b")
 	ans := f.call(adminToken, "DELETE", httpapi.RegistryPath+"/b", "")
@@ -361,6 +370,7 @@ func TestRegistryDeleteDrains(t *testing.T) {
 	}
 	select {
 	case m := <-answered:
+		answered <- m // for the deferred wait
 		if m["result"] == nil {
 			t.Errorf("the call in flight was not answered by its server: %v", m)
 		}

@@ -212,6 +212,16 @@ func (f *fixture) open(name string) *session {
 // post sends one message; it returns the status and the last message of
 // the answer.
 func (s *session) post(msg string) (int, map[string]any) {
+	status, m, err := s.tryPost(msg)
+	if err != nil {
+		s.f.t.Fatal(err)
+	}
+	return status, m
+}
+
+// tryPost is post for another goroutine than the test's: it returns the
+// error.
+func (s *session) tryPost(msg string) (int, map[string]any, error) {
 	req, _ := http.NewRequest("POST", s.url, strings.NewReader(msg))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -222,7 +232,7 @@ func (s *session) post(msg string) (int, map[string]any) {
 	}
 	resp, err := s.f.srv.Client().Do(req)
 	if err != nil {
-		s.f.t.Fatal(err)
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
@@ -238,7 +248,7 @@ func (s *session) post(msg string) (int, map[string]any) {
 			last = m
 		}
 	}
-	return resp.StatusCode, last
+	return resp.StatusCode, last, nil
 }
 
 // pid is the pid of the session's child (badchild's pid tool); 0 and
