@@ -308,11 +308,11 @@ func (ra *registryAPI) serve(w http.ResponseWriter, r *http.Request) {
 	c := ServerChange{Op: op, Name: rt.name, Actor: p}
 	if !ra.Writers.Match(p) {
 		// Said without naming who may: that is for the operator.
-		ra.refuse(w, r, c, &RegistryError{Kind: registryForbidden, Message: "Forbidden: changing the servers needs registry:write (--registry-admin)"})
+		ra.refuse(w, c, &RegistryError{Kind: registryForbidden, Message: "Forbidden: changing the servers needs registry:write (--registry-admin)"})
 		return
 	}
-	if err := readRegistryBody(r, &c); err != nil {
-		ra.refuse(w, r, c, err)
+	if err := readRegistryBody(w, r, &c); err != nil {
+		ra.refuse(w, c, err)
 		return
 	}
 	ra.change(w, r, c)
@@ -360,7 +360,7 @@ func registryOp(rt registryRoute, method string) (op, allow string) {
 
 // readRegistryBody reads what a change sends: the body of a create,
 // validate or patch (JSON, within MaxRegistryBody), and If-Match.
-func readRegistryBody(r *http.Request, c *ServerChange) error {
+func readRegistryBody(w http.ResponseWriter, r *http.Request, c *ServerChange) error {
 	if v := r.Header.Values("If-Match"); v != nil {
 		for _, field := range v {
 			for tag := range strings.SplitSeq(field, ",") {
@@ -386,7 +386,7 @@ func readRegistryBody(r *http.Request, c *ServerChange) error {
 		}
 		return &RegistryError{Kind: registryUnsupportedType, Message: "Unsupported Media Type: send " + want}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxRegistryBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRegistryBody))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
@@ -426,7 +426,7 @@ func (ra *registryAPI) read(w http.ResponseWriter, r *http.Request, op, name str
 func (ra *registryAPI) change(w http.ResponseWriter, r *http.Request, c ServerChange) {
 	res, err := ra.Registry.Change(r.Context(), c)
 	if err != nil {
-		ra.refuse(w, r, c, asRegistryError(err))
+		ra.refuse(w, c, asRegistryError(err))
 		return
 	}
 	if res.Wait != nil {
@@ -462,7 +462,7 @@ func (ra *registryAPI) change(w http.ResponseWriter, r *http.Request, c ServerCh
 }
 
 // refuse answers a change refused, and audits it.
-func (ra *registryAPI) refuse(w http.ResponseWriter, r *http.Request, c ServerChange, err error) {
+func (ra *registryAPI) refuse(w http.ResponseWriter, c ServerChange, err error) {
 	re := asRegistryError(err)
 	status := writeRegistryError(w, re)
 	if c.Op == OpValidate && re.Kind == RegistryInvalid {

@@ -268,9 +268,10 @@ func TestRegistryDiskEdit(t *testing.T) {
 	}
 }
 
-// TestRegistrySerialised: changes and reloads at once never interleave:
-// every create is in the file and served at the end, none lost to
-// another that read the file before it was written.
+// TestRegistrySerialised: changes, dry runs and reloads at once never
+// interleave: every create is in the file and served at the end, none
+// lost to another that read the file before it was written (and the race
+// detector sees no unguarded state).
 func TestRegistrySerialised(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, `"a": {"command": "CHILD"}`, Options{})
@@ -286,6 +287,11 @@ func TestRegistrySerialised(t *testing.T) {
 		wg.Go(func() {
 			if err := f.reg.Reload(); err != nil {
 				t.Errorf("reload: %v", err)
+			}
+		})
+		wg.Go(func() {
+			if ans := f.call(adminToken, "POST", httpapi.RegistryPath+":validate", fmt.Sprintf(`{"name": "v%d", "command": %s}`, i, q)); ans.status != http.StatusOK {
+				t.Errorf("validate v%d: %d %s", i, ans.status, ans.body)
 			}
 		})
 	}

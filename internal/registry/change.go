@@ -79,6 +79,11 @@ type edit struct {
 // announced, saved, and only then are the servers it replaced stopped.
 // A change waits for the reload or change under way, or until ctx ends.
 func (r *Registry) Change(ctx context.Context, c httpapi.ServerChange) (httpapi.ChangeResult, error) {
+	release, err := r.acquire(ctx)
+	if err != nil {
+		return httpapi.ChangeResult{}, &httpapi.RegistryError{Kind: httpapi.RegistryUnavailable, Message: "Service Unavailable: the request ended while another change was under way"}
+	}
+	defer release()
 	if c.Op == httpapi.OpValidate {
 		// A dry run: the file as a create would make it, checked, and
 		// nothing served or saved.
@@ -89,11 +94,6 @@ func (r *Registry) Change(ctx context.Context, c httpapi.ServerChange) (httpapi.
 		_, err = r.check(ed)
 		return httpapi.ChangeResult{}, err
 	}
-	release, err := r.acquire(ctx)
-	if err != nil {
-		return httpapi.ChangeResult{}, &httpapi.RegistryError{Kind: httpapi.RegistryUnavailable, Message: "Service Unavailable: the request ended while another change was under way"}
-	}
-	defer release()
 	if err := r.syncDisk(); err != nil {
 		return httpapi.ChangeResult{}, err
 	}
