@@ -302,7 +302,7 @@ func (ra *registryAPI) serve(w http.ResponseWriter, r *http.Request) {
 			writeRegistryError(w, &RegistryError{Kind: registryForbidden, Message: "Forbidden: reading the servers needs --admin (or --registry-admin)"})
 			return
 		}
-		ra.read(w, r, op, rt.name)
+		ra.read(w, r, op, rt.name, ra.Writers.Match(p))
 		return
 	}
 	c := ServerChange{Op: op, Name: rt.name, Actor: p}
@@ -398,7 +398,10 @@ func readRegistryBody(w http.ResponseWriter, r *http.Request, c *ServerChange) e
 	return nil
 }
 
-func (ra *registryAPI) read(w http.ResponseWriter, r *http.Request, op, name string) {
+// read answers a read; writable: the reader may change the servers too,
+// which the list says, so that the web page offers changes only to those
+// who may make them.
+func (ra *registryAPI) read(w http.ResponseWriter, r *http.Request, op, name string, writable bool) {
 	var body any
 	if op == opList {
 		servers, err := ra.Registry.Servers(r.Context())
@@ -407,8 +410,9 @@ func (ra *registryAPI) read(w http.ResponseWriter, r *http.Request, op, name str
 			return
 		}
 		body = struct {
-			Servers []ServerState `json:"servers"`
-		}{servers}
+			Servers  []ServerState `json:"servers"`
+			Writable bool          `json:"writable"`
+		}{servers, writable}
 	} else {
 		s, err := ra.Registry.Server(r.Context(), name)
 		if err != nil {

@@ -90,6 +90,11 @@ type registryPageResult struct {
 		Panels         int
 		Text           string
 	}
+	Reader struct {
+		RegistryStatus             int
+		Rows                       int
+		AddVisible, ActionsVisible bool
+	}
 	Admin struct {
 		RegistryStatus                            int
 		Rows, RowsAfter                           int
@@ -105,15 +110,17 @@ func (r *registryPageResult) failed() string { return r.Failed }
 
 // TestWebRegistry: on the web page, a registry admin adds a server with
 // a secret, edits it, disables it, is told why a shell string is refused,
-// and removes it; a principal who is no admin sees nothing of it. The
+// and removes it; a reader (--admin) sees the servers and is offered no
+// change; a principal who is no admin sees nothing of it. The
 // secret shows nowhere: not on the page, in its form, the bridge's log,
 // the audit log or the file once the server is removed.
 func TestWebRegistry(t *testing.T) {
 	node, nodeModules := browserPeers(t)
 	const secret, secret2 = "web-secret-value-0123456789", "web-secret-value-second-9876"
-	rb := startRegistryBridge(t, `"a": {"command": "CHILD"}`, nil)
+	const readerToken = "reg-reader-token-0123456789abcdef"
+	rb := startRegistryBridge(t, `"a": {"command": "CHILD"}`, []string{"READER_TOKEN=" + readerToken}, "--token-env", "READER_TOKEN", "--admin", "token:READER_TOKEN")
 	shot := filepath.Join(os.TempDir(), "mcp-bridge-web-registry.png")
-	plan, _ := json.Marshal(map[string]any{"url": rb.Base + "/", "userToken": regUserToken, "adminToken": regAdminToken,
+	plan, _ := json.Marshal(map[string]any{"url": rb.Base + "/", "userToken": regUserToken, "readerToken": readerToken, "adminToken": regAdminToken,
 		"command": rb.child, "secret": secret, "secret2": secret2, "shot": shot,
 		"formShot": filepath.Join(os.TempDir(), "mcp-bridge-web-registry-form.png"),
 		"failShot": filepath.Join(os.TempDir(), "mcp-bridge-web-registry-failed.png")})
@@ -130,6 +137,9 @@ func TestWebRegistry(t *testing.T) {
 	}
 	if u := res.User; u.RegistryStatus != http.StatusForbidden || u.Panels != 0 || strings.Contains(u.Text, "Add a server") || strings.Contains(u.Text, "Confirm remove") {
 		t.Errorf("the user who is no admin: registry %d, %d panels, page:\n%s", u.RegistryStatus, u.Panels, u.Text)
+	}
+	if r := res.Reader; r.RegistryStatus != http.StatusOK || r.Rows != 1 || r.AddVisible || r.ActionsVisible {
+		t.Errorf("the reader (--admin): %+v, want the list and no change offered", r)
 	}
 	a := res.Admin
 	for _, c := range []struct{ what, got, want string }{

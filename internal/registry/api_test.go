@@ -39,8 +39,9 @@ func TestRegistryStatuses(t *testing.T) {
 		status       int
 		says         string // in the body
 	}{
-		{"list", readerToken, "GET", P, "", nil, 200, `"name":"a"`},
+		{"list", readerToken, "GET", P, "", nil, 200, `"writable":false`},
 		{"list as a registry admin", adminToken, "GET", P, "", nil, 200, `"envKeys":["KEY"]`},
+		{"list as a registry admin, writable", adminToken, "GET", P, "", nil, 200, `"writable":true`},
 		{"get", readerToken, "GET", P + "/a", "", nil, 200, `"health":{"status":"ready"}`},
 		{"get a disabled one", readerToken, "GET", P + "/off", "", nil, 200, `"health":{"status":"disabled"}`},
 		{"get unknown", readerToken, "GET", P + "/nope", "", nil, 404, `no server \"nope\"`},

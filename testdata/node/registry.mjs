@@ -4,17 +4,19 @@
 // TestWebRegistry: a principal who is no admin signs in and sees nothing
 // of it; a registry admin signs in, adds a server with a secret, edits
 // it (mode, a new secret value), disables it, is refused a shell string
-// as a command (the bridge's reason shown), and removes it. It reports
+// as a command (the bridge's reason shown), and removes it; a reader
+// (--admin) sees the servers and is offered no change. It reports
 // what the page showed; the Go test judges it.
 //
 // Usage: node registry.mjs <plan-json>
 //
-// plan: {url, userToken, adminToken, command, secret, secret2, shot,
+// plan: {url, userToken, readerToken, adminToken, command, secret, secret2, shot,
 //        formShot (the panel with its edit form), failShot}
 //
 // It prints one JSON line:
 //
-//   {user: {registryStatus, panels, text}, admin: {rows, added, edited,
+//   {user: {registryStatus, panels, text}, reader: {registryStatus, rows,
+//    addVisible, actionsVisible}, admin: {rows, added, edited,
 //    disabled, refused, removed, html, inputs}, failed?: "step: error",
 //    pageErrors: [...]}
 //
@@ -38,6 +40,7 @@ async function signIn(token) {
   p.setDefaultTimeout(timeout);
   p.on("pageerror", (e) => out.pageErrors.push(String(e)));
   const listed = p.waitForResponse((r) => new URL(r.url()).pathname.endsWith("/admin/servers") && r.request().method() === "GET");
+  listed.catch(() => {}); // a step that fails first closes the page: not an unhandled rejection
   await p.goto(plan.url, { timeout });
   await p.locator("#login").waitFor();
   await p.fill("#token", token);
@@ -59,6 +62,18 @@ try {
     registryStatus: user.listed.status(),
     panels: await page.locator("#registry").count(),
     text: await page.locator("body").innerText(),
+  };
+  await page.context().close();
+
+  step = "a reader (--admin)";
+  const reader = await signIn(plan.readerToken);
+  page = reader.p;
+  await row("a").waitFor();
+  out.reader = {
+    registryStatus: reader.listed.status(),
+    rows: await page.locator("#registry tbody tr").count(),
+    addVisible: await page.locator("#registry-add").isVisible(),
+    actionsVisible: await page.locator("#registry td.actions button").first().isVisible(),
   };
   await page.context().close();
 

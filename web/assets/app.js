@@ -1171,6 +1171,7 @@ function showSnippet(i) {
 
 const registry = {
   servers: [], // the API's list
+  writable: false, // the page's principal may change them (registry:write)
   editing: null, // the server whose form is shown; "" for a new one
   removing: null, // the server whose Remove awaits its confirmation
   names: "", // the served names the last snapshot had, to follow reloads
@@ -1189,7 +1190,9 @@ async function loadRegistry() {
         dropRegistry();
         return;
       }
-      registry.servers = (await r.json()).servers || [];
+      const list = await r.json();
+      registry.servers = list.servers || [];
+      registry.writable = !!list.writable;
       renderRegistry();
     } catch (e) {
       dropRegistry();
@@ -1218,7 +1221,7 @@ function registryPanel() {
     el("div", { class: "scroll" }, el("table", { id: "registry-table" },
       el("thead", {}, el("tr", {}, el("th", {}, "Name"), el("th", {}, "State"), el("th", {}, "Mode"), el("th", {}, "Command"), el("th", {}, ""))),
       el("tbody"))),
-    el("div", { class: "row" }, el("button", { id: "registry-add", type: "button", onclick: () => editServer("") }, "Add a server")),
+    el("div", { class: "row", id: "registry-add-row" }, el("button", { id: "registry-add", type: "button", onclick: () => editServer("") }, "Add a server")),
     el("form", { id: "registry-form", hidden: true, onsubmit: (e) => { e.preventDefault(); saveServer(); } }),
     el("p", { id: "registry-error", class: "error", role: "alert" }),
     el("p", { id: "registry-status", class: "hint", role: "status" }),
@@ -1229,9 +1232,12 @@ function registryPanel() {
 
 function renderRegistry() {
   registryPanel();
+  // A reader (--admin) sees the servers; changes are offered to those
+  // who may make them.
+  $("registry-add-row").hidden = !registry.writable;
   const rows = registry.servers.map((s) => {
     const e = s.entry || {};
-    const actions = el("td", { class: "actions" });
+    const actions = el("td", { class: "actions", hidden: !registry.writable });
     const act = (label, fn, cls) => el("button", { type: "button", class: "small " + (cls || "secondary"), dataset: { action: label.toLowerCase() }, onclick: fn }, label);
     actions.append(act("Edit", () => editServer(s.name)));
     actions.append(s.enabled ? act("Disable", () => serverAction(s.name, "disable")) : act("Enable", () => serverAction(s.name, "enable")));
