@@ -27,11 +27,12 @@ import (
 // its legacy SSE endpoints beside it, its readiness and metrics at
 // /servers/{name}/readyz and /servers/{name}/metrics. /readyz and
 // /metrics are the whole set's: every server's metrics, each labelled with
-// its server, in one scrape. Apply replaces the
-// whole set in one step, so a request sees the old set or the new one,
-// never half of each. A server whose settings did not change keeps its
-// bridge, and so its sessions and children; the bridges of removed and
-// changed servers are drained and closed in the background.
+// its server, in one scrape. Apply (or Stage, then Commit or Rollback)
+// replaces the whole set in one step, so a request sees the old set or
+// the new one, never half of each. A server whose settings did not change
+// keeps its bridge, and so its sessions and children; the bridges of
+// removed and changed servers are drained and closed in the background.
+// With ServeRegistry, it serves the registry API too (registry.go).
 type Mounts struct {
 	opts   MountsOptions
 	router http.Handler
