@@ -550,6 +550,12 @@ func holdsMask(v reflect.Value) bool {
 				return true
 			}
 		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() && holdsMask(v.Field(i)) {
+				return true
+			}
+		}
 	}
 	return false
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcp-bridge/mcp-bridge/auth/authtest"
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
+	"github.com/mcp-bridge/mcp-bridge/internal/config"
 )
 
 // TestRegistryStatuses: every status of the API, each answer checked for
@@ -405,5 +406,38 @@ func waitBusy(t *testing.T, f *fixture, name string) {
 		case <-deadline.C:
 			t.Fatalf("no request in flight on %s", name)
 		}
+	}
+}
+
+// TestRegistryRefuses: a server Options.Refuses refuses (a sandbox this
+// system cannot enforce) is refused as one whose command cannot be
+// found: a change about it answers 400 naming the field, and a reload
+// leaves it out, its state saying why.
+func TestRegistryRefuses(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, `"a": {"command": "CHILD"}`, Options{
+		Refuses: func(sp config.ServerSpec) (string, string) {
+			if sp.Mode == "shared" {
+				return "sandbox", "this system cannot enforce it"
+			}
+			return "", ""
+		},
+	})
+	q, _ := json.Marshal(f.child)
+	ans := f.call(adminToken, "POST", httpapi.RegistryPath, `{"name": "b", "command": `+string(q)+`, "mode": "shared"}`)
+	if ans.status != http.StatusBadRequest || !strings.Contains(ans.body, `"server":"b","field":"sandbox","message":"this system cannot enforce it"`) {
+		t.Errorf("create: %d %s, want 400 naming the field", ans.status, ans.body)
+	}
+	data, _ := os.ReadFile(f.file)
+	if err := os.WriteFile(f.file, bytes.Replace(data, []byte(`"command"`), []byte(`"mode": "shared", "command"`), 1), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.reg.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	var s httpapi.ServerState
+	f.call(readerToken, "GET", httpapi.RegistryPath+"/a", "").json(t, &s)
+	if s.Health.Status != "refused" || !strings.Contains(s.Health.Message, "(sandbox: this system cannot enforce it); it is served with its previous settings") {
+		t.Errorf("a after the reload: %+v", s.Health)
 	}
 }

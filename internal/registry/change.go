@@ -55,9 +55,9 @@ func (r *Registry) stateOf(st *state, name string) httpapi.ServerState {
 	case !s.Enabled:
 		s.Health = httpapi.ServerHealth{Status: "disabled"}
 	case why != "" && served:
-		s.Health = httpapi.ServerHealth{Status: "refused", Message: "its command cannot be started (" + why + "); it is served with its previous settings"}
+		s.Health = httpapi.ServerHealth{Status: "refused", Message: "it cannot be started (" + why + "); it is served with its previous settings"}
 	case why != "":
-		s.Health = httpapi.ServerHealth{Status: "refused", Message: "its command cannot be started: " + why}
+		s.Health = httpapi.ServerHealth{Status: "refused", Message: "it cannot be started: " + why}
 	case served:
 		s.Health = h
 	default:

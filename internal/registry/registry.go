@@ -70,6 +70,13 @@ type Options struct {
 	// endpoint that serves every server at once checks here the names it
 	// would expose, and reports their collisions.
 	CheckSet func([]config.ServerSpec) []config.Problem
+	// Refuses, if set, says why a server whose command can be started
+	// cannot be served on this system all the same (a sandbox this
+	// system cannot enforce): the field at fault and why, or "" when it
+	// can be served. A server it refuses is refused as one whose command
+	// cannot be found: left out by a reload, and a change about it
+	// refused (400).
+	Refuses func(config.ServerSpec) (field, why string)
 	// HoldBeforeRename, if set, is called with the temporary file once
 	// it is written and synced, before it is renamed over the file: the
 	// tests kill the bridge there (TestHoldEnv).
@@ -241,33 +248,40 @@ type plan struct {
 }
 
 // refusedServer is a server of the file that cannot be served: its
-// command cannot be found. kept: it is served already, and keeps its
-// settings.
+// command cannot be found (or Options.Refuses refuses it). kept: it is
+// served already, and keeps its settings.
 type refusedServer struct {
 	name string
-	err  error // for the log: names the command
-	why  string
+	err  error  // for the log: names the command
+	why  string // for the API: the field, and why, without a value
 	kept bool
 }
 
 // plan resolves specs into the mounts Stage takes. A server whose command
-// cannot be found is refused alone (the others are served), and one
+// cannot be found (or that Options.Refuses refuses) is refused alone (the
+// others are served), and one
 // already served keeps its current settings and sessions, as a file that
 // cannot be read changes nothing; but the server a change is about
 // (strict) is refused as a change, with a problem that names its field.
 func (r *Registry) plan(specs []config.ServerSpec, strict string) (plan, error) {
 	p := plan{mounts: make([]httpapi.MountSpec, 0, len(specs)), specs: specs}
 	for _, sp := range specs {
-		if why := config.CommandProblem(sp.Command[0], sp.Dir, sp.Env); why != "" {
+		field, why := "command", config.CommandProblem(sp.Command[0], sp.Dir, sp.Env)
+		logged := func() error { return config.CommandError(sp.Command[0], sp.Dir, sp.Env, `its "cwd"`) }
+		if why == "" && r.opts.Refuses != nil {
+			field, why = r.opts.Refuses(sp)
+			logged = func() error { return fmt.Errorf("field %q: %s", field, why) }
+		}
+		if why != "" {
 			if sp.Name == strict {
-				return plan{}, &httpapi.RegistryError{Kind: httpapi.RegistryInvalid, Message: "Bad Request: the server's command cannot be started",
-					Problems: []httpapi.FieldProblem{{Server: sp.Name, Field: "command", Message: why}}}
+				return plan{}, &httpapi.RegistryError{Kind: httpapi.RegistryInvalid, Message: "Bad Request: the server cannot be started",
+					Problems: []httpapi.FieldProblem{{Server: sp.Name, Field: field, Message: why}}}
 			}
 			cur, kept := r.served[sp.Name]
 			if kept {
 				p.mounts = append(p.mounts, cur)
 			}
-			p.refused = append(p.refused, refusedServer{sp.Name, config.CommandError(sp.Command[0], sp.Dir, sp.Env, `its "cwd"`), why, kept})
+			p.refused = append(p.refused, refusedServer{sp.Name, logged(), field + ": " + why, kept})
 			continue
 		}
 		ms, err := r.opts.Config.Mount(sp, r.opts.Bridge, r.opts.HTTP, r.opts.Environ, r.log)
@@ -294,7 +308,7 @@ func (r *Registry) absent(doc *config.ServersDoc, p plan, removed []string) map[
 	}
 	for _, rs := range p.refused {
 		if !rs.kept {
-			out[rs.name] = fmt.Sprintf("server %q is not served: its command cannot be started", rs.name)
+			out[rs.name] = fmt.Sprintf("server %q is not served: it cannot be started", rs.name)
 		}
 	}
 	return out
