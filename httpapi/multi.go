@@ -27,21 +27,27 @@ import (
 // its legacy SSE endpoints beside it, its readiness and metrics at
 // /servers/{name}/readyz and /servers/{name}/metrics. /readyz and
 // /metrics are the whole set's: every server's metrics, each labelled with
-// its server, in one scrape. Apply replaces the
-// whole set in one step, so a request sees the old set or the new one,
-// never half of each. A server whose settings did not change keeps its
-// bridge, and so its sessions and children; the bridges of removed and
-// changed servers are drained and closed in the background.
+// its server, in one scrape. Apply (or Stage, then Commit or Rollback)
+// replaces the whole set in one step, so a request sees the old set or
+// the new one, never half of each. A server whose settings did not change
+// keeps its bridge, and so its sessions and children; the bridges of
+// removed and changed servers are drained and closed in the background.
+// With ServeRegistry, it serves the registry API too (registry.go).
 type Mounts struct {
 	opts   MountsOptions
 	router http.Handler
 
 	// set is the served map, replaced whole, never modified: requests
-	// read it without a lock.
-	set atomic.Pointer[map[string]*mount]
+	// read it without a lock. absent says why a server not served is
+	// not (StageOptions.Absent), likewise.
+	set    atomic.Pointer[map[string]*mount]
+	absent atomic.Pointer[map[string]string]
 
-	mu       sync.Mutex // serialises Apply, Drain and Close
+	registry atomic.Pointer[registryAPI] // the registry API, once served (ServeRegistry)
+
+	mu       sync.Mutex // serialises Stage, Commit, Rollback, Apply, Drain and Close
 	closing  bool
+	staged   *Staged        // a change served but not committed yet
 	retiring sync.WaitGroup // one per retire goroutine
 }
 
@@ -93,7 +99,10 @@ type MountSpec struct {
 
 // Changes say what an Apply did, by server name, each list sorted.
 type Changes struct {
-	Added, Removed, Restarted, Unchanged []string
+	Added     []string `json:"added,omitempty"`
+	Removed   []string `json:"removed,omitempty"`
+	Restarted []string `json:"restarted,omitempty"`
+	Unchanged []string `json:"unchanged,omitempty"`
 }
 
 var serverName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -120,6 +129,7 @@ type mount struct {
 	inFlight int           // POSTs and DELETEs being served
 	retired  bool          // no longer served: enter fails
 	idle     chan struct{} // closed once retired and nothing is in flight
+	stopped  chan struct{} // closed once retired and its bridge is closed
 }
 
 // enter admits a request, counting it unless it is a stream (GET); false
@@ -170,6 +180,7 @@ func NewMounts(opts MountsOptions) *Mounts {
 	}
 	m := &Mounts{opts: opts}
 	m.set.Store(&map[string]*mount{})
+	m.absent.Store(&map[string]string{})
 
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
@@ -211,6 +222,8 @@ func NewMounts(opts MountsOptions) *Mounts {
 		}
 		notFound(w)
 	})
+	// The registry API (registry.go), once ServeRegistry is called.
+	r.Handle("/admin/*", http.HandlerFunc(m.serveRegistry))
 	if opts.Web != nil {
 		m.mountWeb(r, opts.Web)
 	}
@@ -255,7 +268,13 @@ func (m *Mounts) dispatch(w http.ResponseWriter, r *http.Request, name string) {
 			return
 		}
 	}
-	writeError(w, &httpError{status: http.StatusNotFound, code: bridge.CodeInvalidRequest, msg: "Not Found: no such server"})
+	msg := "Not Found: no such server"
+	if why, ok := (*m.absent.Load())[name]; ok {
+		// A server that was removed or is disabled says so: its clients
+		// should stop retrying, not look for a typo.
+		msg = "Not Found: " + why
+	}
+	writeError(w, &httpError{status: http.StatusNotFound, code: bridge.CodeInvalidRequest, msg: msg})
 }
 
 // Endpoints are the URL paths the server name is served at, for people:
@@ -278,40 +297,86 @@ func (m *Mounts) Names() []string {
 	return slices.Sorted(maps.Keys(*m.set.Load()))
 }
 
-// Apply makes specs the served set. Servers whose fingerprint is
-// unchanged keep their bridge; new and changed ones get a new bridge and
-// endpoint, built before anything is swapped: if one cannot be built,
-// Apply returns the error and the served set stays as it was. The bridges
-// no longer served are drained and closed in the background (Close waits
-// for them).
+// Apply makes specs the served set at once: Stage, then Commit. Servers
+// whose fingerprint is unchanged keep their bridge; new and changed ones
+// get a new bridge and endpoint, built before anything is swapped: if
+// one cannot be built, Apply returns the error and the served set stays
+// as it was. The bridges no longer served are drained and closed in the
+// background (Close waits for them).
 func (m *Mounts) Apply(specs []MountSpec) (Changes, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closing {
-		return Changes{}, errors.New("httpapi: the servers are shutting down")
-	}
-	old := *m.set.Load()
-	next := make(map[string]*mount, len(specs))
-	var built []*mount
-	var ch Changes
-	fail := func(err error) (Changes, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), m.opts.StopTimeout)
-		defer cancel()
-		for _, mt := range built {
-			_ = mt.b.Close(ctx)
-		}
+	st, err := m.Stage(specs, StageOptions{})
+	if err != nil {
 		return Changes{}, err
 	}
+	st.Commit()
+	return st.Changes, nil
+}
+
+// StageOptions say what Stage does besides serving its specs.
+type StageOptions struct {
+	// Restart names servers to restart though their fingerprint did not
+	// change (a new bridge, its sessions ended).
+	Restart []string
+	// Absent says, by name, why a server that is not served is not
+	// ("server x is disabled"): a request for it is answered 404 with
+	// that, not "no such server". It replaces the last change's.
+	Absent map[string]string
+}
+
+// Staged is a change of the served set that is served but not yet
+// committed: requests reach the new set, while the servers it replaced
+// keep their bridges, sessions and children, untouched, until Commit
+// drains and stops them, or Rollback serves them again. Its owner calls
+// one of the two, soon: until then no other change can be staged.
+type Staged struct {
+	// Changes say what the change does, by server name.
+	Changes Changes
+
+	m                     *Mounts
+	old, next             map[string]*mount
+	oldAbsent, nextAbsent map[string]string
+	built                 []*mount // the new bridges
+	replaced              []*mount // the old bridges no longer served
+	done                  bool     // committed or rolled back; under m.mu
+}
+
+// Stage serves specs in one step, as Apply does, keeping the servers it
+// replaces for Rollback until Commit. Servers whose fingerprint is
+// unchanged (and not in opts.Restart) keep their bridge. If a server
+// cannot be built, Stage returns the error and nothing changes.
+func (m *Mounts) Stage(specs []MountSpec, opts StageOptions) (*Staged, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case m.closing:
+		return nil, errors.New("httpapi: the servers are shutting down")
+	case m.staged != nil:
+		return nil, errors.New("httpapi: a change of the servers is staged already")
+	}
+	st := &Staged{m: m, old: *m.set.Load(), next: make(map[string]*mount, len(specs)),
+		oldAbsent: *m.absent.Load(), nextAbsent: maps.Clone(opts.Absent)}
+	if st.nextAbsent == nil {
+		st.nextAbsent = map[string]string{}
+	}
+	fail := func(err error) (*Staged, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), m.opts.StopTimeout)
+		defer cancel()
+		for _, mt := range st.built {
+			_ = mt.b.Close(ctx)
+		}
+		return nil, err
+	}
+	ch := &st.Changes
 	for _, s := range specs {
 		if !ValidServerName(s.Name) {
 			return fail(fmt.Errorf("httpapi: server name %q: want 1 to 64 of A-Z a-z 0-9 - _", s.Name))
 		}
-		if _, dup := next[s.Name]; dup {
+		if _, dup := st.next[s.Name]; dup {
 			return fail(fmt.Errorf("httpapi: server %q given twice", s.Name))
 		}
-		cur := old[s.Name]
-		if cur != nil && cur.fingerprint == s.Fingerprint {
-			next[s.Name] = cur
+		cur := st.old[s.Name]
+		if cur != nil && cur.fingerprint == s.Fingerprint && !slices.Contains(opts.Restart, s.Name) {
+			st.next[s.Name] = cur
 			ch.Unchanged = append(ch.Unchanged, s.Name)
 			continue
 		}
@@ -319,29 +384,99 @@ func (m *Mounts) Apply(specs []MountSpec) (Changes, error) {
 		if err != nil {
 			return fail(fmt.Errorf("server %q: %w", s.Name, err))
 		}
-		built = append(built, mt)
-		next[s.Name] = mt
+		st.built = append(st.built, mt)
+		st.next[s.Name] = mt
 		if cur != nil {
 			ch.Restarted = append(ch.Restarted, s.Name)
 		} else {
 			ch.Added = append(ch.Added, s.Name)
 		}
 	}
-	m.set.Store(&next)
-	for name, mt := range old {
-		if next[name] == mt {
+	for name, mt := range st.old {
+		if st.next[name] == mt {
 			continue
 		}
-		if next[name] == nil {
+		if st.next[name] == nil {
 			ch.Removed = append(ch.Removed, name)
 		}
-		m.retiring.Add(1)
-		go m.retire(mt)
+		st.replaced = append(st.replaced, mt)
 	}
 	for _, l := range [][]string{ch.Added, ch.Removed, ch.Restarted, ch.Unchanged} {
 		slices.Sort(l)
 	}
-	return ch, nil
+	m.set.Store(&st.next)
+	m.absent.Store(&st.nextAbsent)
+	m.staged = st
+	return st, nil
+}
+
+// Commit ends the change: the servers it replaced are drained and
+// stopped in the background (Wait waits for that, Close too).
+func (st *Staged) Commit() {
+	st.m.mu.Lock()
+	defer st.m.mu.Unlock()
+	st.commitLocked()
+}
+
+func (st *Staged) commitLocked() {
+	if st.done {
+		return
+	}
+	st.done = true
+	st.m.staged = nil
+	for _, mt := range st.replaced {
+		st.m.retiring.Add(1)
+		go st.m.retire(mt)
+	}
+}
+
+// Rollback serves the set as it was before the change again, with the
+// bridges, sessions and children it had; the bridges the change built
+// are drained and stopped in the background (sessions begun on them in
+// the meantime end). After Commit, or once the servers are shutting
+// down (Close commits what is staged), it does nothing and says so.
+func (st *Staged) Rollback() error {
+	m := st.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if st.done {
+		return errors.New("httpapi: the change was committed already")
+	}
+	st.done = true
+	m.staged = nil
+	m.set.Store(&st.old)
+	m.absent.Store(&st.oldAbsent)
+	for _, mt := range st.built {
+		m.retiring.Add(1)
+		go m.retire(mt)
+	}
+	return nil
+}
+
+// Wait waits until the servers a committed change replaced are stopped
+// (each within DrainTimeout and StopTimeout), or ctx ends.
+func (st *Staged) Wait(ctx context.Context) error {
+	for _, mt := range st.replaced {
+		select {
+		case <-mt.stopped:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// Health is how server name is now, when it is served (ok): ready, or
+// unavailable with the reason and message of its /readyz.
+func (m *Mounts) Health(name string) (h ServerHealth, ok bool) {
+	mt := (*m.set.Load())[name]
+	if mt == nil {
+		return ServerHealth{}, false
+	}
+	if err := mt.b.Ready(); err != nil {
+		return ServerHealth{Status: "unavailable", Reason: notReadyReason(err), Message: publicMessage(err)}, true
+	}
+	return ServerHealth{Status: "ready"}, true
 }
 
 func buildMount(s MountSpec) (*mount, error) {
@@ -359,15 +494,16 @@ func buildMount(s MountSpec) (*mount, error) {
 		return nil, err
 	}
 	return &mount{name: s.Name, fingerprint: s.Fingerprint, b: b, h: h, metrics: m, auth: opts.Auth != nil,
-		legacy: !opts.DisableLegacySSE && !opts.Stateless, stateless: opts.Stateless, idle: make(chan struct{})}, nil
+		legacy: !opts.DisableLegacySSE && !opts.Stateless, stateless: opts.Stateless, idle: make(chan struct{}), stopped: make(chan struct{})}, nil
 }
 
 // retire stops serving mt: new requests get 404 (or its successor), no
 // new session starts, its streams end; the requests in flight get
-// DrainTimeout, then every child is stopped. Owned by Apply, which
-// counts it in m.retiring.
+// DrainTimeout, then every child is stopped. Owned by Commit or
+// Rollback, which count it in m.retiring.
 func (m *Mounts) retire(mt *mount) {
 	defer m.retiring.Done()
+	defer close(mt.stopped)
 	log := m.opts.Logger.With("server", mt.name)
 	idle := mt.retire()
 	mt.b.Drain()
@@ -397,21 +533,29 @@ func (m *Mounts) Busy() bridge.Busy {
 }
 
 // Drain prepares every served bridge for shutdown (bridge.Drain) and
-// refuses further Applies.
+// refuses further changes; a change staged is committed.
 func (m *Mounts) Drain() {
 	m.mu.Lock()
 	m.closing = true
+	if m.staged != nil {
+		m.staged.commitLocked()
+	}
 	m.mu.Unlock()
 	for _, mt := range *m.set.Load() {
 		mt.b.Drain()
 	}
 }
 
-// Close refuses further Applies, closes every served bridge (see
+// Close refuses further changes (a change staged is committed), closes
+// every served bridge (see
 // bridge.Close; ctx as there) and waits for the bridges being retired.
 func (m *Mounts) Close(ctx context.Context) error {
 	m.mu.Lock()
 	m.closing = true
+	if m.staged != nil {
+		// The servers it replaced are stopped as removed ones are.
+		m.staged.commitLocked()
+	}
 	m.mu.Unlock()
 	set := *m.set.Load()
 	errs := make(chan error, len(set))

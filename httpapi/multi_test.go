@@ -277,3 +277,80 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestMountsStage: a staged change is served at once; rolled back, the
+// servers it replaced serve again with the sessions they had (it never
+// touched them); committed, they are stopped and Wait sees it. A server
+// named in Restart gets a new bridge though its fingerprint is the same,
+// and a request for an absent server gets the reason it was given.
+func TestMountsStage(t *testing.T) {
+	t.Parallel()
+	m, srv := newMounts(t)
+	if _, err := m.Apply([]httpapi.MountSpec{mountSpec(t, "a", "1"), mountSpec(t, "b", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	a, b := endpoint(t, srv, "a"), endpoint(t, srv, "b")
+	aSID, bSID := a.initialize("2025-11-25"), b.initialize("2025-11-25")
+	ping := func(e *env, sid string) (int, string) {
+		resp := e.do(req{body: `{"jsonrpc":"2.0","id":2,"method":"ping"}`, sid: sid, version: "2025-11-25"})
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(body)
+	}
+
+	st, err := m.Stage([]httpapi.MountSpec{mountSpec(t, "b", "1"), mountSpec(t, "c", "1")}, httpapi.StageOptions{Absent: map[string]string{"a": `server "a" was removed`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Stage(nil, httpapi.StageOptions{}); err == nil {
+		t.Error("a second change was staged over the first")
+	}
+	if code, body := ping(a, aSID); code != http.StatusNotFound || !strings.Contains(body, `Not Found: server \"a\" was removed`) {
+		t.Errorf("staged: a session of the removed server: %d %s, want 404 saying it was removed", code, body)
+	}
+	if code, _ := ping(b, bSID); code != http.StatusOK {
+		t.Errorf("staged: a session of the unchanged server: %d, want 200", code)
+	}
+	endpoint(t, srv, "c").initialize("2025-11-25")
+	if err := st.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := ping(a, aSID); code != http.StatusOK {
+		t.Errorf("rolled back: the session of a: %d %s, want 200", code, body)
+	}
+	if got := m.Names(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("rolled back: servers %q, want a and b", got)
+	}
+	if err := st.Rollback(); err == nil {
+		t.Error("a second Rollback did something")
+	}
+
+	st, err = m.Stage([]httpapi.MountSpec{mountSpec(t, "b", "1")}, httpapi.StageOptions{Restart: []string{"b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (httpapi.Changes{Removed: []string{"a"}, Restarted: []string{"b"}}); !slices.Equal(st.Changes.Removed, want.Removed) || !slices.Equal(st.Changes.Restarted, want.Restarted) || st.Changes.Unchanged != nil {
+		t.Errorf("changes %+v, want %+v", st.Changes, want)
+	}
+	st.Commit()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := st.Wait(ctx); err != nil {
+		t.Fatalf("the replaced servers were not stopped: %v", err)
+	}
+	if code, body := ping(a, aSID); code != http.StatusNotFound || !strings.Contains(body, "no such server") {
+		t.Errorf("committed: a session of a: %d %s, want 404", code, body)
+	}
+	if code, _ := ping(b, bSID); code != http.StatusNotFound {
+		t.Errorf("committed: a session of the restarted server: %d, want 404", code)
+	}
+	if err := st.Rollback(); err == nil {
+		t.Error("Rollback after Commit did something")
+	}
+	if h, served := m.Health("b"); !served || h.Status != "ready" {
+		t.Errorf("Health(b): %+v %v", h, served)
+	}
+	if _, served := m.Health("a"); served {
+		t.Error("Health(a): served")
+	}
+}

@@ -62,7 +62,8 @@ func (m *Mounts) mountWeb(r chi.Router, opts *MountsWeb) {
 		for _, name := range slices.Sorted(maps.Keys(set)) {
 			servers = append(servers, set[name].webServer())
 		}
-		h, err := web.Handler(web.Page{Servers: servers, Auth: opts.Auth != nil || m.anyAuth(), PublicBase: base, FeedRefused: m.LiveViewRefused()})
+		h, err := web.Handler(web.Page{Servers: servers, Auth: opts.Auth != nil || m.anyAuth(), PublicBase: base, FeedRefused: m.LiveViewRefused(),
+			Registry: m.registry.Load() != nil})
 		if err != nil {
 			writeError(w, &httpError{status: http.StatusInternalServerError, code: bridge.CodeInternalError, msg: "internal error"})
 			return

@@ -88,6 +88,10 @@ type Page struct {
 	// (the feed): the page says so and shows the rest (the client
 	// configurations, the console) without asking for a token first.
 	FeedRefused string
+	// Registry: the registry API (/admin/servers) is served. The page
+	// asks it for the servers, and builds its Servers panel only if its
+	// principal may read them.
+	Registry bool
 }
 
 // asset is one embedded file, ready to serve.
@@ -150,7 +154,8 @@ func Handler(p Page) (http.Handler, error) {
 		Auth        bool     `json:"auth"`
 		PublicBase  string   `json:"publicBase,omitempty"`
 		FeedRefused string   `json:"feedRefused,omitempty"`
-	}{p.Servers, p.Auth, p.PublicBase, p.FeedRefused})
+		Registry    bool     `json:"registry,omitempty"`
+	}{p.Servers, p.Auth, p.PublicBase, p.FeedRefused, p.Registry})
 	if err != nil {
 		return nil, fmt.Errorf("web: page config: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
 	"github.com/mcp-bridge/mcp-bridge/internal/config"
 	"github.com/mcp-bridge/mcp-bridge/internal/demo"
+	"github.com/mcp-bridge/mcp-bridge/internal/registry"
 	"github.com/mcp-bridge/mcp-bridge/stdio"
 )
 
@@ -54,6 +56,12 @@ func main() {
 	}
 	if len(os.Args) > 2 && os.Args[1] == "sandbox" && os.Args[2] == "check" {
 		os.Exit(runSandboxCheck(os.Args[3:], os.Environ(), os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "servers" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := serversCommand(ctx, os.Args[2:], os.Environ(), os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
 	}
 	ctx, force, stop := shutdownSignals()
 	code := run(ctx, force, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
@@ -220,27 +228,48 @@ func serveCommand(ctx, force context.Context, cfg *config.Config, environ []stri
 	})
 }
 
-// serveServers serves the servers of the --config file (servers.go): the
-// flags' settings are each server's defaults; SIGHUP rereads the file.
+// serveServers serves the servers of the --config file (internal/registry,
+// servers.go): the flags' settings are each server's defaults; SIGHUP
+// rereads the file, and the registry API changes it.
 func serveServers(ctx, force context.Context, cfg *config.Config, environ []string, hopts httpapi.Options, log *slog.Logger, stderr io.Writer) int {
 	bcfg := cfg.Bridge(nil, environ) // each server has its own command
 	bcfg.Logger = log
-	set, err := openServers(*cfg, environ, bcfg, hopts, log)
+	writers, err := cfg.RegistryWriters()
+	if err != nil {
+		return refuse(stderr, err)
+	}
+	var probed sync.Once
+	refuses := func(sp config.ServerSpec, audit io.Writer) (string, string) {
+		if sp.Sandbox == nil {
+			return "", ""
+		}
+		probed.Do(func() { logSandboxSystem(log) })
+		// A sandbox this system cannot enforce (under required) refuses
+		// the server as a missing command does.
+		if err := checkSandbox(sp.Sandbox, sp.Name, sp.Command, sp.Dir, sp.Env, audit, log); err != nil {
+			return "sandbox", err.Error()
+		}
+		return "", ""
+	}
+	reg, err := registry.Open(registry.Options{Config: *cfg, Environ: environ, Bridge: bcfg, HTTP: hopts, Writers: writers, Logger: log, Refuses: refuses})
 	if err != nil {
 		return refuse(stderr, err)
 	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	return serve(ctx, force, cfg.Serving(), log, set, set, func(base string) {
-		log.Info("mcp-bridge listening", "addr", strings.TrimPrefix(base, "http://"), "servers", strings.Join(set.Names(), ","))
-		set.announce(base, set.Names())
+	return serve(ctx, force, cfg.Serving(), log, reg, reg, func(base string) {
+		log.Info("mcp-bridge listening", "addr", strings.TrimPrefix(base, "http://"), "servers", strings.Join(reg.Names(), ","))
+		reg.Listening(base)
 		if hopts.Web {
 			log.Info("also serving web page", "url", base+"/")
 		}
 		log.Info("also serving metrics (Prometheus), every server's", "url", base+"/metrics")
+		if len(writers) > 0 {
+			log.Info("also serving the registry API (--registry-admin)", "url", base+httpapi.RegistryPath)
+		}
 		// From now on a reload logs the URLs of the servers it starts.
-		go set.reloadOn(ctx, hup)
+		go reloadOn(ctx, reg, hup, cfg.ConfigFile, log)
 	})
 }
 
@@ -348,3 +377,17 @@ func requestsInFlight(busy bridge.Busy) string {
 // HTTP server waits for its handlers to write the errors that answer the
 // requests that were still in flight.
 const answerGrace = time.Second
+
+// lockedWriter serialises the writes of several writers of the audit log
+// (the endpoints, the sandbox's refusals), so their lines never
+// interleave.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -283,6 +283,7 @@ func TestFlagErrorsShowNoValue(t *testing.T) {
 		"tool-deny":         {value: secret},
 		"audit-log":         {value: "/nonexistent/" + secret},
 		"admin":             {value: secret},
+		"registry-admin":    {value: secret},
 		"metrics-token-env": {value: secret, want: nameHint},
 		"containment":       {value: secret},
 		"child-protocol":    {value: secret},

@@ -258,6 +258,38 @@ func CommandError(argv0, dir string, env []string, cwd string) error {
 	return errors.New(msg)
 }
 
+// CommandProblem is why a server's command (argv0, run in dir with env)
+// cannot be started, as CommandError finds it, said without the command:
+// for the registry API, whose errors name the field and never its value.
+// "" when it can be started.
+func CommandProblem(argv0, dir string, env []string) string {
+	_, err := stdio.LookPath(argv0, dir, env)
+	if err == nil {
+		return ""
+	}
+	var msg string
+	switch {
+	case errors.Is(err, exec.ErrNotFound):
+		msg = "not found: no executable of that name in the server's PATH"
+	case errors.Is(err, fs.ErrPermission):
+		msg = "not an executable file"
+	case !filepath.IsAbs(argv0) && dir != "":
+		msg = `not found: no such file (relative to its "cwd")`
+	default:
+		msg = "not found: no such file"
+	}
+	if strings.ContainsAny(argv0, shellSyntax) {
+		// What a shell would have split or expanded: the bridge runs
+		// none, so the program's name is the whole string.
+		msg += `; it holds spaces or shell syntax, and the bridge runs no shell: put the program in "command" and each argument in "args"`
+	}
+	return msg
+}
+
+// shellSyntax are the characters of a shell command line that a
+// program's path seldom holds (not the backslash of Windows paths).
+const shellSyntax = " \t\n|&;<>()$`\"'*?[]{}~"
+
 // Verifier builds the authentication the settings ask for, reading the
 // named variables from environ; nil when none is asked for. A JWKS is
 // fetched before it returns and refreshed until ctx ends. Errors name the
@@ -391,6 +423,20 @@ func (c *Config) toolPolicy() (*auth.ToolPolicy, error) {
 		}
 	}
 	return auth.NewToolPolicy(rules), nil
+}
+
+// RegistryWriters parses --registry-admin: who may change the servers
+// through the registry API.
+func (c *Config) RegistryWriters() (auth.Subjects, error) {
+	var out auth.Subjects
+	for i, a := range c.RegistryAdmins {
+		s, err := auth.ParseSubject(a)
+		if err != nil {
+			return nil, invalid("RegistryAdmins", "%s%v", entry(i, len(c.RegistryAdmins)), err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // admins parses --admin.

@@ -139,6 +139,7 @@ type Config struct {
 
 	// Who sees what of the others (docs/web-page.md, docs/operations.md).
 	Admins          []string `env:"ADMINS" envSeparator:"," flag:"admin" meta:"SUBJECT" group:"web" help:"SUBJECT (*, scope:NAME, token:NAME, jwt:SUB or a principal name) who sees every session and child on the web page, stderr included; others see their own (repeatable)"`
+	RegistryAdmins  []string `env:"REGISTRY_ADMINS" envSeparator:"," flag:"registry-admin" meta:"SUBJECT" group:"web" help:"SUBJECT (as --admin) who may change the --config servers at run time, through the registry API (/admin/servers) and the web page: add, change, disable, remove; --registry-admin scope:registry:write grants it to JWTs with that scope; --admin subjects may only read (repeatable)"`
 	MetricsTokenEnv string   `env:"METRICS_TOKEN_ENV" flag:"metrics-token-env" meta:"NAME" group:"web" help:"name of an environment variable holding the bearer token /metrics then requires (default: /metrics is open without client authentication, closed with it)"`
 	MetricsPublic   bool     `env:"METRICS_PUBLIC" flag:"metrics-public" group:"web" help:"serve /metrics to anyone even when MCP clients must authenticate (without it and without --metrics-token-env, /metrics then answers 403)"`
 }

@@ -325,6 +325,7 @@ func PrintUsage(w io.Writer) {
        mcp-bridge help | version | demo-server | conformance-server
        mcp-bridge pin -- command [args...]
        mcp-bridge sandbox check [flags] -- command [args...]
+       mcp-bridge servers list | add | rm | enable | disable   (a running bridge's --config servers)
 
 Serves a stdio MCP server over Streamable HTTP (and the legacy HTTP+SSE
 transport), to MCP 2025 sessions and stateless 2026-07-28 clients alike.

@@ -84,6 +84,9 @@ var rules = []rule{
 	// Who sees what of the others.
 	{"admin", checkAdmins},
 	{"admin needs authentication", checkAdminsNeedAuth},
+	{"registry-admin", checkRegistryAdmins},
+	{"registry-admin needs authentication", checkRegistryAdminsNeedAuth},
+	{"registry-admin needs --config", checkRegistryAdminsNeedConfig},
 	{"metrics-token-env", checkMetricsTokenEnv},
 	{"metrics-public", checkMetricsPublic},
 }

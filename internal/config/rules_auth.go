@@ -148,6 +148,28 @@ func checkAdminsNeedAuth(c *Config, bad report) {
 	}
 }
 
+func checkRegistryAdmins(c *Config, bad report) {
+	for i, a := range c.RegistryAdmins {
+		if _, err := auth.ParseSubject(a); err != nil {
+			bad("RegistryAdmins", "%s%v", entry(i, len(c.RegistryAdmins)), err)
+		}
+	}
+}
+
+// A registry admin starts any command on the bridge's machine: never the
+// anonymous principal of a bridge without authentication.
+func checkRegistryAdminsNeedAuth(c *Config, bad report) {
+	if len(c.RegistryAdmins) > 0 && !c.authenticates() {
+		bad("RegistryAdmins", "changing the servers needs authentication (--token-env or a JWT key): without it, anyone who reaches the port could start any command")
+	}
+}
+
+func checkRegistryAdminsNeedConfig(c *Config, bad report) {
+	if len(c.RegistryAdmins) > 0 && c.ConfigFile == "" {
+		bad("RegistryAdmins", "the registry API changes the servers of a --config file: give --config")
+	}
+}
+
 func checkMetricsPublic(c *Config, bad report) {
 	if c.MetricsPublic && c.MetricsTokenEnv != "" {
 		bad("MetricsPublic", "contradicts --metrics-token-env: /metrics either needs its token or is open; give one of the two")

@@ -19,6 +19,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,6 +41,12 @@ type serversFile struct {
 // options. Single values replace the flag of the same name; lists and
 // objects add to it. An unknown field is an error, so a misspelt option
 // is not silently ignored.
+//
+// The registry API (serversdoc.go) takes, checks and shows every field
+// here with no change of its own: a field added (a sandbox, a pin of the
+// command's digest) is accepted by its type, checked by its serverRules
+// entry, and shown by GET, so a field that holds a secret must be kept
+// out of Entry.View as env is.
 type serverEntry struct {
 	Type     string            `json:"type"`
 	URL      string            `json:"url"`
@@ -90,34 +97,80 @@ func (s ServerSpec) Fingerprint() string {
 	return hex.EncodeToString(sum[:])
 }
 
-// fileErrors collects what is wrong with the file, each error naming the
-// file, the server and the field, never a value.
+// Problem is one thing wrong with a server of the --config file, or with
+// an entry sent to the registry API: the server and the field at fault
+// (either may be empty, for the file as a whole) and why. It never holds
+// a value of the file: a secret pasted in the wrong place must not come
+// back in a log, a terminal or an HTTP answer.
+type Problem struct {
+	Server  string `json:"server,omitempty"`
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
+}
+
+// String says the problem as the file's errors do, without the file.
+func (p Problem) String() string {
+	switch {
+	case p.Server == "":
+		return p.Message
+	case p.Field == "":
+		return fmt.Sprintf("server %q: %s", p.Server, p.Message)
+	}
+	return fmt.Sprintf("server %q: field %q: %s", p.Server, p.Field, p.Message)
+}
+
+// ServersError is everything wrong with a --config file, each problem
+// naming the file, the server and the field, never a value.
+type ServersError struct {
+	File     string
+	Problems []Problem
+}
+
+func (e *ServersError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = e.File + ": " + p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// fileErrors collects what is wrong with the file.
 type fileErrors struct {
-	file string
-	errs []error
+	file     string
+	problems []Problem
 }
 
 func (fe *fileErrors) add(server, field, format string, a ...any) {
-	msg := fmt.Sprintf(format, a...)
-	switch {
-	case server == "":
-		fe.errs = append(fe.errs, fmt.Errorf("%s: %s", fe.file, msg))
-	case field == "":
-		fe.errs = append(fe.errs, fmt.Errorf("%s: server %q: %s", fe.file, server, msg))
-	default:
-		fe.errs = append(fe.errs, fmt.Errorf("%s: server %q: field %q: %s", fe.file, server, field, msg))
+	fe.problems = append(fe.problems, Problem{Server: server, Field: field, Message: fmt.Sprintf(format, a...)})
+}
+
+// err is the problems as an error; nil when there are none.
+func (fe *fileErrors) err() error {
+	if len(fe.problems) == 0 {
+		return nil
 	}
+	return &ServersError{File: fe.file, Problems: fe.problems}
 }
 
 // LoadServers reads the --config file and resolves its servers
 // (ParseServers). A file that cannot be read is named when its name is
 // a file's (fileNamed): else it may be a secret given in its place.
 func (c *Config) LoadServers(environ []string) ([]ServerSpec, error) {
+	data, err := ReadServersFile(c)
+	if err != nil {
+		return nil, err
+	}
+	return ParseServers(c.ConfigFile, data, c, environ)
+}
+
+// ReadServersFile reads the --config file, or says it cannot, naming
+// the file when its name is a file's (fileNamed).
+func ReadServersFile(c *Config) ([]byte, error) {
 	data, err := os.ReadFile(c.ConfigFile)
 	if err != nil {
 		return nil, fmt.Errorf("%s: cannot read %s: %w", describe("ConfigFile"), fileNamed(c.ConfigFile), pathless(err))
 	}
-	return ParseServers(c.ConfigFile, data, c, environ)
+	return data, nil
 }
 
 // ParseServers reads the file's servers, checks them and resolves them
@@ -128,7 +181,7 @@ func ParseServers(file string, data []byte, c *Config, environ []string) ([]Serv
 	fe := &fileErrors{file: file}
 	entries := decodeServers(fe, data)
 	if entries == nil {
-		return nil, errors.Join(fe.errs...)
+		return nil, fe.err()
 	}
 	r := c.withDefaults()
 	sc := serverContext{cfg: &r, vars: envMap(environ), tokenVars: map[string]bool{}}
@@ -165,8 +218,8 @@ func ParseServers(file string, data []byte, c *Config, environ []string) ([]Serv
 			specs = append(specs, s)
 		}
 	}
-	if len(fe.errs) > 0 {
-		return nil, errors.Join(fe.errs...)
+	if err := fe.err(); err != nil {
+		return nil, err
 	}
 	return specs, nil
 }
@@ -197,7 +250,7 @@ func decodeServers(fe *fileErrors, data []byte) map[string]serverEntry {
 	entries := map[string]serverEntry{}
 	for _, name := range slices.Sorted(maps.Keys(f.MCPServers)) {
 		if !httpapi.ValidServerName(name) {
-			fe.add("", "", "server name %q: want 1 to 64 of A-Z a-z 0-9 - _ (it is a path segment)", name)
+			fe.add("", "", "%s: %s", serverNameTold(name), ServerNameRule)
 			continue
 		}
 		var e serverEntry
@@ -300,13 +353,13 @@ var serverRules = []struct {
 // checkServer runs every rule on one server, reporting to fe; false when
 // one found something wrong.
 func checkServer(fe *fileErrors, ctx serverContext, name string, e serverEntry, s ServerSpec) bool {
-	n := len(fe.errs)
+	n := len(fe.problems)
 	sc := &serverCheck{serverContext: ctx, e: e, s: s}
 	bad := func(field, format string, a ...any) { fe.add(name, field, format, a...) }
 	for _, r := range serverRules {
 		r.check(sc, bad)
 	}
-	return len(fe.errs) == n
+	return len(fe.problems) == n
 }
 
 func checkType(sc *serverCheck, bad fieldReport) {
@@ -330,7 +383,7 @@ func checkServerCommand(sc *serverCheck, bad fieldReport) {
 func checkServerEnv(sc *serverCheck, bad fieldReport) {
 	for _, k := range slices.Sorted(maps.Keys(sc.e.Env)) {
 		if msg := childVarProblem(k); msg != "" {
-			bad("env", "%q %s", k, msg)
+			bad("env", "%s %s", keyName(k), msg)
 		}
 	}
 }
@@ -340,7 +393,7 @@ func checkEnvFrom(sc *serverCheck, bad fieldReport) {
 		from := sc.e.EnvFrom[k]
 		switch _, set := sc.vars[from]; {
 		case childVarProblem(k) != "":
-			bad("envFrom", "%q %s", k, childVarProblem(k))
+			bad("envFrom", "%s %s", keyName(k), childVarProblem(k))
 		// The variable is named only once it is known to be one that is
 		// set: what stands in its place may be the secret itself, written
 		// where its variable's name belongs.
@@ -455,6 +508,8 @@ func checkServerToolRules(sc *serverCheck, bad fieldReport) {
 // child's environment; "" if nothing.
 func childVarProblem(name string) string {
 	switch {
+	case strings.Contains(name, "="):
+		return `is not a valid variable name: a key is the name alone, and its value goes after it ("NAME": "value")`
 	case !envName.MatchString(name):
 		return "is not a valid variable name"
 	case strings.HasPrefix(name, EnvPrefix):
@@ -462,6 +517,27 @@ func childVarProblem(name string) string {
 	}
 	return ""
 }
+
+// keyName names a key of an "env" or "envFrom" object in an error. A key
+// is a variable's name, not a value; but one that holds "=" is a
+// NAME=value written where the name belongs, so only the part before "="
+// is told, and a key too long or unprintable to be a name is not told at
+// all (it may be a secret pasted in the wrong place).
+func keyName(k string) string {
+	if name, _, ok := strings.Cut(k, "="); ok {
+		if envName.MatchString(name) && len(name) <= maxToldKey {
+			return fmt.Sprintf("the key %q followed by \"=\"", name)
+		}
+		return `a key holding "="`
+	}
+	if len(k) > maxToldKey || strings.ContainsFunc(k, func(r rune) bool { return r <= ' ' || r > '~' }) {
+		return fmt.Sprintf("a key of %d bytes", len(k))
+	}
+	return strconv.Quote(k)
+}
+
+// maxToldKey is the longest key or field name an error repeats.
+const maxToldKey = 64
 
 // childEnv is what a server's child gets on top of the inherited
 // environment: --env, then the server's env, then its envFrom, a later
@@ -515,9 +591,31 @@ func decodeError(err error) (field, msg string) {
 		return field, "want " + jsonKind(field)
 	}
 	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return strings.Trim(f, `"`), "unknown field (see docs/several-servers.md for the fields)"
+		return unknownField(strings.TrimSuffix(strings.TrimPrefix(f, `"`), `"`))
 	}
 	return "", "not a valid server entry"
+}
+
+// unknownField names a field the entry does not have, and says so. A
+// name too long or unprintable to be a field's is not repeated.
+func unknownField(f string) (field, msg string) {
+	const why = "unknown field (see docs/several-servers.md for the fields)"
+	if len(f) > maxToldKey || strings.ContainsFunc(f, func(r rune) bool { return r < ' ' || r > '~' }) {
+		return "", fmt.Sprintf("a field of %d bytes: %s", len(f), why)
+	}
+	return f, why
+}
+
+// ServerNameRule says what a server's name may be.
+const ServerNameRule = "want 1 to 64 of A-Z a-z 0-9 - _ (it is a path segment)"
+
+// serverNameTold names a server name that breaks the rule: as it is when
+// it could be one, else by its length (it may be anything pasted there).
+func serverNameTold(name string) string {
+	if len(name) > maxToldKey || strings.ContainsFunc(name, func(r rune) bool { return r < ' ' || r > '~' }) {
+		return fmt.Sprintf("a server name of %d bytes", len(name))
+	}
+	return fmt.Sprintf("server name %q", name)
 }
 
 // jsonKind says what JSON a field of serverEntry takes.

@@ -136,6 +136,7 @@ async function readSSE(body, onEvent) {
 function askToken(message) {
   stopFeed();
   disconnect();
+  dropRegistry();
   $("app").hidden = false;
   $("live").hidden = true;
   $("console").hidden = true;
@@ -166,6 +167,7 @@ function start() {
   $("forget-token").hidden = !token();
   if (state.config.feedRefused) feedRefused(state.config.feedRefused);
   else watchFeed();
+  loadRegistry();
 }
 
 // feedRefused shows why the live view cannot be opened, in the bridge's
@@ -225,6 +227,7 @@ async function watchFeed() {
         if (ev.event !== "snapshot") return;
         state.snapshot = JSON.parse(ev.data);
         renderSnapshot();
+        followRegistry(state.snapshot);
       });
       if (!ctl.signal.aborted) setFeedStatus("feed ended, reconnecting…", "warn");
     } catch (e) {
@@ -1169,7 +1172,274 @@ function showSnippet(i) {
   $("client-pane").hidden = false;
 }
 
+// ---- servers (the registry API, for its admins) -------------------------------
+//
+// With --config, an --admin or --registry-admin sees the servers of the
+// file and, with registry:write, adds, edits, disables and removes them.
+// The panel is built only once the bridge answered the page's principal
+// with the list: for anyone else nothing of it exists on the page. Env
+// values are write-only: the API never sends them, and the form sends a
+// value only when one is typed.
+
+const registry = {
+  servers: [], // the API's list
+  writable: false, // the page's principal may change them (registry:write)
+  editing: null, // the server whose form is shown; "" for a new one
+  removing: null, // the server whose Remove awaits its confirmation
+  names: "", // the served names the last snapshot had, to follow reloads
+  loading: null,
+};
+
+// loadRegistry asks the API for the list; a refusal (or a bridge without
+// it) removes the panel.
+async function loadRegistry() {
+  if (!state.config.registry) return;
+  if (registry.loading) return registry.loading;
+  registry.loading = (async () => {
+    try {
+      const r = await fetch("admin/servers", { headers: withAuth(), cache: "no-store" });
+      if (!r.ok) {
+        dropRegistry();
+        return;
+      }
+      const list = await r.json();
+      registry.servers = list.servers || [];
+      registry.writable = !!list.writable;
+      renderRegistry();
+    } catch (e) {
+      dropRegistry();
+    } finally {
+      registry.loading = null;
+    }
+  })();
+  return registry.loading;
+}
+
+function dropRegistry() {
+  registry.servers = [];
+  registry.editing = registry.removing = null;
+  const p = $("registry");
+  if (p) p.remove();
+}
+
+// registryPanel is the panel, built the first time an admin's list comes.
+function registryPanel() {
+  let p = $("registry");
+  if (p) return p;
+  p = el(
+    "section",
+    { id: "registry", class: "panel", "aria-labelledby": "registry-title" },
+    el("h2", { id: "registry-title" }, "Servers ", el("span", { id: "registry-count", class: "count" })),
+    el("div", { class: "scroll" }, el("table", { id: "registry-table" },
+      el("thead", {}, el("tr", {}, el("th", {}, "Name"), el("th", {}, "State"), el("th", {}, "Mode"), el("th", {}, "Command"), el("th", {}, ""))),
+      el("tbody"))),
+    el("div", { class: "row", id: "registry-add-row" }, el("button", { id: "registry-add", type: "button", onclick: () => editServer("") }, "Add a server")),
+    el("form", { id: "registry-form", hidden: true, onsubmit: (e) => { e.preventDefault(); saveServer(); } }),
+    el("p", { id: "registry-error", class: "error", role: "alert" }),
+    el("p", { id: "registry-status", class: "hint", role: "status" }),
+  );
+  $("clients").after(p);
+  return p;
+}
+
+function renderRegistry() {
+  registryPanel();
+  // A reader (--admin) sees the servers; changes are offered to those
+  // who may make them.
+  $("registry-add-row").hidden = !registry.writable;
+  const rows = registry.servers.map((s) => {
+    const e = s.entry || {};
+    const actions = el("td", { class: "actions", hidden: !registry.writable });
+    const act = (label, fn, cls) => el("button", { type: "button", class: "small " + (cls || "secondary"), dataset: { action: label.toLowerCase() }, onclick: fn }, label);
+    actions.append(act("Edit", () => editServer(s.name)));
+    actions.append(s.enabled ? act("Disable", () => serverAction(s.name, "disable")) : act("Enable", () => serverAction(s.name, "enable")));
+    actions.append(registry.removing === s.name ? act("Confirm remove", () => removeServer(s.name), "danger") : act("Remove", () => { registry.removing = s.name; renderRegistry(); }));
+    const health = s.health || {};
+    return el(
+      "tr",
+      { dataset: { server: s.name } },
+      el("td", { class: "mono" }, s.name),
+      el("td", { class: health.status === "ready" ? "ok" : health.status === "disabled" ? "hint" : "warn", title: health.message || "" }, health.status || ""),
+      el("td", { class: "mode" }, s.mode || ""),
+      el("td", {}, commandLine([e.command, ...(e.args || [])]), (s.envKeys || []).length ? el("span", { class: "hint" }, " · env: " + s.envKeys.join(", ")) : null),
+      actions,
+    );
+  });
+  $("registry-table").tBodies[0].replaceChildren(...rows);
+  $("registry-count").textContent = "(" + rows.length + ")";
+}
+
+// editServer shows the form for server name, or for a new server ("").
+function editServer(name) {
+  registry.editing = name;
+  registry.removing = null;
+  const s = registry.servers.find((x) => x.name === name);
+  const e = (s && s.entry) || {};
+  const form = $("registry-form");
+  const field = (id, label, input) => el("div", { class: "field" }, el("label", { for: id }, label), input);
+  const envRows = el("div", { id: "reg-env" });
+  const envRow = (key) =>
+    el(
+      "div",
+      { class: "row nowrap env-row", dataset: { key: key || "" } },
+      el("input", { class: "env-name", value: key || "", readOnly: !!key, placeholder: "NAME", "aria-label": "variable name", spellcheck: false }),
+      // Write-only: a value is never shown, only replaced.
+      el("input", { class: "env-value", type: "password", autocomplete: "off", placeholder: key ? "unchanged (write-only)" : "value", "aria-label": "value of " + (key || "the variable") }),
+      key ? el("label", { class: "hint" }, el("input", { type: "checkbox", class: "env-remove" }), " remove") : null,
+    );
+  for (const k of (s && s.envKeys) || []) envRows.append(envRow(k));
+  form.replaceChildren(
+    el("h3", {}, name ? "Edit " + name : "Add a server"),
+    field("reg-name", "Name", el("input", { id: "reg-name", value: name, readOnly: !!name, required: true, pattern: "[A-Za-z0-9_-]{1,64}", spellcheck: false })),
+    field("reg-command", "Command", el("input", { id: "reg-command", value: e.command || "", required: true, spellcheck: false })),
+    field("reg-args", "Arguments, one per line", el("textarea", { id: "reg-args", rows: 3, value: (e.args || []).join("\n"), spellcheck: false })),
+    field("reg-cwd", "Working directory", el("input", { id: "reg-cwd", value: e.cwd || "", spellcheck: false })),
+    field("reg-mode", "Mode", el("select", { id: "reg-mode" }, ...["", "per-session", "shared", "per-identity"].map((m) => el("option", { value: m, selected: (e.mode || "") === m }, m || "the bridge's default")))),
+    el("h3", {}, "Environment"),
+    el("p", { class: "hint" }, "Values are write-only: the bridge never shows them. Leave a value empty to keep it."),
+    envRows,
+    el("button", { id: "reg-add-env", type: "button", class: "small secondary", onclick: () => envRows.append(envRow("")) }, "Add a variable"),
+    el("div", { class: "row nowrap" }, el("button", { id: "reg-save", type: "submit" }, name ? "Save" : "Add"), el("button", { type: "button", class: "secondary", onclick: () => { registry.editing = null; form.hidden = true; } }, "Cancel")),
+  );
+  form.hidden = false;
+  $("registry-error").textContent = "";
+  $("reg-command").focus();
+}
+
+// formEnv reads the form's environment: values typed (set), and keys to
+// remove.
+function formEnv() {
+  const set = {};
+  const remove = [];
+  for (const row of document.querySelectorAll("#reg-env .env-row")) {
+    const key = row.dataset.key || row.querySelector(".env-name").value.trim();
+    const value = row.querySelector(".env-value").value;
+    const rm = row.querySelector(".env-remove");
+    if (rm && rm.checked) remove.push(key);
+    else if (key && value !== "") set[key] = value;
+  }
+  return { set, remove };
+}
+
+// saveServer sends the form: a new server whole (POST), an edited one as
+// a merge patch of what changed, with its ETag (PATCH, If-Match).
+async function saveServer() {
+  const name = registry.editing;
+  const s = registry.servers.find((x) => x.name === name);
+  const e = (s && s.entry) || {};
+  const args = $("reg-args").value.split("\n").map((a) => a.trim()).filter((a) => a !== "");
+  const env = formEnv();
+  const body = {};
+  let method = "PATCH";
+  let url = "admin/servers/" + encodeURIComponent(name);
+  const headers = withAuth({ "Content-Type": "application/json" });
+  const changed = (k, v, was) => {
+    if (JSON.stringify(v) !== JSON.stringify(was)) body[k] = v;
+  };
+  if (!s) {
+    method = "POST";
+    url = "admin/servers";
+    Object.assign(body, { name: $("reg-name").value.trim(), command: $("reg-command").value.trim(), args });
+    if ($("reg-cwd").value.trim()) body.cwd = $("reg-cwd").value.trim();
+    if ($("reg-mode").value) body.mode = $("reg-mode").value;
+    if (Object.keys(env.set).length) body.env = env.set;
+  } else {
+    headers["Content-Type"] = "application/merge-patch+json";
+    headers["If-Match"] = s.etag;
+    changed("command", $("reg-command").value.trim(), e.command || "");
+    changed("args", args, e.args || []);
+    changed("cwd", $("reg-cwd").value.trim() || null, e.cwd || null);
+    changed("mode", $("reg-mode").value || null, e.mode || null);
+    if (Object.keys(env.set).length) body.env = env.set;
+    if (env.remove.length) body.env_remove = env.remove;
+  }
+  await registryCall(method, url, headers, JSON.stringify(body), (s ? "saved " : "added ") + (body.name || name));
+}
+
+async function serverAction(name, action) {
+  registry.removing = null;
+  await registryCall("POST", "admin/servers/" + encodeURIComponent(name) + ":" + action, withAuth(), undefined, action + "d " + name);
+}
+
+async function removeServer(name) {
+  registry.removing = null;
+  await registryCall("DELETE", "admin/servers/" + encodeURIComponent(name), withAuth(), undefined, "removed " + name);
+}
+
+// registryCall makes one change and shows its outcome in the bridge's
+// words: its message, and each problem by server and field.
+async function registryCall(method, url, headers, body, done) {
+  $("registry-error").textContent = "";
+  $("registry-status").textContent = "…";
+  for (const b of document.querySelectorAll("#registry button")) b.disabled = true;
+  try {
+    const r = await fetch(url, { method, headers, body, cache: "no-store" });
+    const text = await r.text();
+    let answer = {};
+    try {
+      answer = JSON.parse(text);
+    } catch {
+      // not JSON: said as text below
+    }
+    if (!r.ok) {
+      const err = answer.error || {};
+      const problems = (err.problems || []).map((p) => (p.field ? p.field + ": " : "") + p.message);
+      $("registry-error").textContent = [err.message || "HTTP " + r.status, ...problems].join("\n");
+      $("registry-status").textContent = "";
+      return;
+    }
+    registry.editing = null;
+    $("registry-form").hidden = true;
+    $("registry-status").textContent = done;
+    await refreshServers();
+  } catch (e) {
+    $("registry-error").textContent = "the bridge did not answer: " + e.message;
+    $("registry-status").textContent = "";
+  } finally {
+    for (const b of document.querySelectorAll("#registry button")) b.disabled = false;
+  }
+}
+
+// refreshServers rereads the list and the page's configuration, whose
+// servers the console and the client configurations offer.
+async function refreshServers() {
+  await loadRegistry();
+  try {
+    const r = await fetch("ui/config.json", { cache: "no-store" });
+    if (r.ok) {
+      state.config = await r.json();
+      fillServerLists();
+    }
+  } catch {
+    // the lists stay as they were
+  }
+}
+
+// followRegistry rereads the list when the servers served change (a
+// reload, another admin's change).
+function followRegistry(snap) {
+  if (!$("registry")) return;
+  const names = (snap.servers || []).map((s) => s.name).join(",");
+  if (names !== registry.names) {
+    registry.names = names;
+    refreshServers();
+  }
+}
+
 // ---- start -------------------------------------------------------------------
+
+// fillServerLists offers the servers of the page's configuration in the
+// console and the client configurations, keeping the choice made.
+function fillServerLists() {
+  const options = () => state.config.servers.map((s) => el("option", { value: s.name }, s.name + " (" + s.path + ")"));
+  for (const id of ["server-select", "client-server"]) {
+    const was = $(id).value;
+    $(id).replaceChildren(...options());
+    if (state.config.servers.some((s) => s.name === was)) $(id).value = was;
+  }
+  $("client-server-row").hidden = state.config.servers.length < 2;
+  renderClients();
+}
 
 async function main() {
   $("token-form").addEventListener("submit", (e) => {
@@ -1236,11 +1506,7 @@ async function main() {
     setFeedStatus("cannot load the page's configuration: " + e.message, "error");
     return;
   }
-  const options = () => state.config.servers.map((s) => el("option", {}, s.name + " (" + s.path + ")"));
-  $("server-select").replaceChildren(...options());
-  $("client-server").replaceChildren(...options());
-  $("client-server-row").hidden = state.config.servers.length < 2;
-  renderClients();
+  fillServerLists();
   // A live view no token can open is said at once, not asked a token for.
   if (state.config.auth && !token() && !state.config.feedRefused) askToken("");
   else start();
