@@ -118,17 +118,13 @@ func (e ConfigError) Error() string {
 // server only reports when it runs is checked when it is listed
 // (Catalog). The errors are sorted by server, then field.
 func Check(members []Member) []ConfigError {
-	var errs []ConfigError
-	seen := map[string]string{} // lower case -> the name
+	var names []string
 	for _, m := range members {
-		if why := ServerNameProblem(m.Name); why != "" {
-			errs = append(errs, ConfigError{m.Name, "", "not a server name for the aggregate: " + why})
-		}
-		if other, dup := seen[strings.ToLower(m.Name)]; dup {
-			errs = append(errs, ConfigError{m.Name, "", fmt.Sprintf("differs from the server %q only in case, and resource URIs (%s) do not tell case apart in a server's name", other, URIScheme+"://SERVER/…")})
-		}
-		seen[strings.ToLower(m.Name)] = m.Name
-		errs = append(errs, m.check()...)
+		names = append(names, m.Name)
+	}
+	errs := CheckServerNames(names)
+	for _, m := range members {
+		errs = append(errs, m.Check()...)
 	}
 	slices.SortStableFunc(errs, func(a, b ConfigError) int {
 		return strings.Compare(a.Server+"\x00"+a.Field, b.Server+"\x00"+b.Field)
@@ -136,8 +132,28 @@ func Check(members []Member) []ConfigError {
 	return errs
 }
 
-// check is what Check finds in one member's renames and filter.
-func (m *Member) check() []ConfigError {
+// CheckServerNames is what Check finds in the names of an aggregate's
+// servers: each must keep ServerNameProblem's rule, and no two may differ
+// only in case (a URI's authority is compared without case).
+func CheckServerNames(names []string) []ConfigError {
+	var errs []ConfigError
+	seen := map[string]string{} // lower case -> the name
+	for _, name := range names {
+		if why := ServerNameProblem(name); why != "" {
+			errs = append(errs, ConfigError{name, "", "not a server name for the aggregate: " + why})
+		}
+		if other, dup := seen[strings.ToLower(name)]; dup {
+			errs = append(errs, ConfigError{name, "", fmt.Sprintf("differs from the server %q only in case, and resource URIs (%s) do not tell case apart in a server's name", other, URIScheme+"://SERVER/…")})
+		}
+		seen[strings.ToLower(name)] = name
+	}
+	return errs
+}
+
+// Check is what Check finds in one member's renames and filter: every
+// problem, each naming its field ("rename", "tools.allow" or
+// "tools.deny") and saying what fixes it.
+func (m *Member) Check() []ConfigError {
 	var errs []ConfigError
 	bad := func(field, format string, a ...any) {
 		errs = append(errs, ConfigError{m.Name, field, fmt.Sprintf(format, a...)})

@@ -108,6 +108,11 @@ func (s *serverSet) load() error {
 		s.served[ms.Name] = ms
 	}
 	s.logLoad(mounts, refused, ch)
+	if m := config.AggregateMembers(specs); len(m) > 0 {
+		// Read and checked (internal/config, aggregate); the endpoint
+		// itself waits for the transports' session seams.
+		s.log.Warn("the aggregate endpoint is configured but this build does not serve it yet", "servers", len(m))
+	}
 	return nil
 }
 
