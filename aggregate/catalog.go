@@ -326,34 +326,37 @@ type page struct {
 // parsePage reads the entries (the member items), nextCursor and the
 // caching hints of a list result.
 func parsePage(raw json.RawMessage, items string) (page, error) {
-	var r struct {
-		Items      json.RawMessage `json:"-"`
-		NextCursor *string         `json:"nextCursor"`
-		TTL        *json.Number    `json:"ttlMs"`
-		CacheScope string          `json:"cacheScope"`
-	}
-	if err := json.Unmarshal(raw, &r); err != nil {
+	s, f, err := members(raw, items, "nextCursor", "ttlMs", "cacheScope")
+	if err != nil {
 		return page{}, fmt.Errorf("not a list result: %w", err)
 	}
-	s, ok, err := member(raw, items)
-	if err != nil || !ok {
+	if !f[0] {
 		return page{}, fmt.Errorf("no %q in the result", items)
 	}
 	var p page
-	if err := json.Unmarshal(s.of(raw), &p.items); err != nil {
+	arr := s[0].of(raw)
+	if err := eachElement(arr, func(e span) error {
+		p.items = append(p.items, json.RawMessage(e.of(arr)))
+		return nil
+	}); err != nil {
 		return page{}, fmt.Errorf("%q is not an array", items)
 	}
-	if r.NextCursor != nil {
-		p.next = *r.NextCursor
+	if f[1] {
+		var ok bool
+		if p.next, ok = stringValue(s[1].of(raw)); !ok && string(s[1].of(raw)) != "null" {
+			return page{}, errors.New("nextCursor is not a string")
+		}
 	}
-	if r.TTL != nil {
-		ttl, err := r.TTL.Int64()
+	if f[2] {
+		ttl, err := strconv.ParseInt(string(s[2].of(raw)), 10, 64)
 		if err != nil || ttl < 0 {
 			return page{}, errors.New("ttlMs is not a whole number of milliseconds")
 		}
 		p.ttl = &ttl
 	}
-	p.scope = r.CacheScope
+	if f[3] {
+		p.scope, _ = stringValue(s[3].of(raw))
+	}
 	return p, nil
 }
 

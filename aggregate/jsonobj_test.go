@@ -14,8 +14,9 @@ func TestMembers(t *testing.T) {
 		"big":    `[1, {"a":"}"}]`,
 	}
 	n := 0
-	if err := eachMember(obj, func(k string, v span) {
+	if err := eachMember(obj, func(key []byte, v span) {
 		n++
+		k := string(key)
 		if got := string(v.of(obj)); got != want[k] {
 			t.Errorf("member %q = %s, want %s", k, got, want[k])
 		}
@@ -26,7 +27,7 @@ func TestMembers(t *testing.T) {
 		t.Errorf("%d members, want %d", n, len(want))
 	}
 	for _, bad := range []string{`[1]`, `{"a":1`, `{"a":1} {}`, `"x"`, ``} {
-		if err := eachMember([]byte(bad), func(string, span) {}); err == nil {
+		if err := eachMember([]byte(bad), func([]byte, span) {}); err == nil {
 			t.Errorf("eachMember(%s): no error", bad)
 		}
 	}

@@ -178,34 +178,31 @@ func (t *Table) clientRequest(msg []byte, env envelope, method string) (Route, e
 	if aggregateMethods[method] {
 		return Route{Target: ToAggregate, Message: msg}, nil
 	}
-	server, out, err := route(t.names, method, msg)
+	clientID := env.id.of(msg)
+	rq, err := readRequest(method, msg, env)
 	if err != nil {
-		return Route{}, withID(err, env.id.of(msg))
+		return Route{}, withID(err, clientID)
 	}
-	token, hasToken, err := progressToken.find(out)
+	server, target, err := resolveTarget(t.names, rq.kind, rq.target)
 	if err != nil {
-		return Route{}, withID(invalidRequest(err), env.id.of(msg))
+		return Route{}, withID(err, clientID)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.calls) >= t.o.MaxCalls {
 		return Route{}, withID(&bridge.Error{Kind: bridge.KindUnavailable, Code: bridge.CodeInternalError,
-			Message: "too many requests in flight to the servers of this aggregate"}, env.id.of(msg))
+			Message: "too many requests in flight to the servers of this aggregate"}, clientID)
 	}
-	id := t.newCallLocked(server, method, bytes.Clone(env.id.of(msg)))
+	id := t.newCallLocked(server, method, bytes.Clone(clientID))
 	c := t.calls[id]
-	num := strconv.AppendInt(nil, id, 10)
-	if hasToken {
-		c.token = bytes.Clone(token)
-		if out, err = progressToken.replaceAt(out, num); err != nil {
-			return Route{}, withID(invalidRequest(err), env.id.of(msg))
-		}
-	}
-	if out, err = setMember(out, "id", num); err != nil {
-		return Route{}, withID(invalidRequest(err), env.id.of(msg))
-	}
 	t.byClient[string(c.clientID)] = id
-	return Route{Target: ToServer, Server: server, Message: out, ID: id}, nil
+	num := strconv.AppendInt(nil, id, 10)
+	edits := []edit{{rq.at, target}, {env.id, num}}
+	if rq.hasToken {
+		c.token = bytes.Clone(rq.token.of(msg))
+		edits = append(edits, edit{rq.token, num})
+	}
+	return Route{Target: ToServer, Server: server, Message: applyEdits(msg, edits...), ID: id}, nil
 }
 
 // newCallLocked registers a call and returns its id.
@@ -221,58 +218,117 @@ var (
 	paramsToken   = path{"params", "progressToken"}
 )
 
-// find is the value at p in msg, if there.
-func (p path) find(msg []byte) ([]byte, bool, error) {
-	s, ok, err := p.at(msg)
-	if err != nil || !ok {
-		return nil, false, err
+// request is what the Table reads of a client's request that goes to a
+// server, each span in the message: the name or URI it names (at, whose
+// string is target), and its progress token.
+type request struct {
+	at       span
+	target   string
+	kind     Kind // KindTool, KindPrompt, or KindResource for a URI
+	token    span
+	hasToken bool
+}
+
+// readRequest finds, in one scan of params (and of the objects it reads
+// there), the member that names what the request is for and the progress
+// token. A method no server takes is -32601; a request without that
+// member, or with a member that is not a string, -32602.
+func readRequest(method string, msg []byte, env envelope) (request, error) {
+	var rq request
+	key := ""
+	switch method {
+	case "tools/call":
+		key, rq.kind = "name", KindTool
+	case "prompts/get":
+		key, rq.kind = "name", KindPrompt
+	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		key, rq.kind = "uri", KindResource
+	case "completion/complete":
+		key = "ref"
+	default:
+		return request{}, &bridge.Error{Kind: bridge.KindInvalid, Code: bridge.CodeMethodNotFound, Message: "Method not found: " + method}
 	}
-	return s.of(msg), true, nil
+	if !env.hasParams {
+		return rq, invalidParams(method + ": params." + key + " is required")
+	}
+	in := func(outer span, inner span) span { return span{outer.start + inner.start, outer.start + inner.end} }
+	params := env.params.of(msg)
+	ps, pf, err := members(params, key, "_meta")
+	if err != nil {
+		return rq, invalidRequest(err)
+	}
+	if pf[1] {
+		meta := in(env.params, ps[1])
+		if i := skipSpace(meta.of(msg), 0); i < len(meta.of(msg)) && meta.of(msg)[i] == '{' {
+			ts, tf, err := member(meta.of(msg), "progressToken")
+			if err != nil {
+				return rq, invalidRequest(err)
+			}
+			rq.token, rq.hasToken = in(meta, ts), tf
+		}
+	}
+	if !pf[0] {
+		return rq, invalidParams(method + ": params." + key + " is required")
+	}
+	rq.at = in(env.params, ps[0])
+	if key == "ref" {
+		ref := rq.at.of(msg)
+		rs, rf, err := members(ref, "type", "name", "uri")
+		if err != nil {
+			return rq, invalidParams("completion/complete: params.ref must be an object")
+		}
+		switch t, _ := stringValue(rs[0].of(ref)); {
+		case !rf[0]:
+			return rq, invalidParams("completion/complete: params.ref.type is required")
+		case t == "ref/prompt" && rf[1]:
+			rq.at, rq.kind = in(rq.at, rs[1]), KindPrompt
+		case t == "ref/resource" && rf[2]:
+			rq.at, rq.kind = in(rq.at, rs[2]), KindResource
+		default:
+			return rq, invalidParams("completion/complete: params.ref must be a ref/prompt with a name or a ref/resource with a uri")
+		}
+	}
+	var ok bool
+	if rq.target, ok = stringValue(rq.at.of(msg)); !ok {
+		return rq, invalidParams(fmt.Sprintf("%s: the %s it names must be a string", method, rq.kind))
+	}
+	return rq, nil
+}
+
+// resolveTarget is the server a request for target (a name of kind, or a
+// URI for KindResource) goes to, and target as that server names it, a
+// JSON string. Pure: a function of the names and the request.
+func resolveTarget(n *Names, kind Kind, target string) (server string, own []byte, err error) {
+	var name string
+	if kind == KindResource {
+		server, name, err = n.ResolveURI(target)
+	} else {
+		server, name, err = n.Resolve(kind, target)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	return server, quote(name), nil
 }
 
 // route is the server a client's request goes to, and the request as that
 // server takes it: the exposed name or URI it names resolved to the
-// server's own. Pure: a function of the names and the message.
+// server's own, every other byte kept. Pure: a function of the names and
+// the message.
 func route(n *Names, method string, msg []byte) (server string, out []byte, err error) {
-	var at path
-	var resolve func(string) (string, string, error)
-	switch method {
-	case "tools/call":
-		at, resolve = path{"params", "name"}, func(s string) (string, string, error) { return n.Resolve(KindTool, s) }
-	case "prompts/get":
-		at, resolve = path{"params", "name"}, func(s string) (string, string, error) { return n.Resolve(KindPrompt, s) }
-	case "resources/read", "resources/subscribe", "resources/unsubscribe":
-		at, resolve = path{"params", "uri"}, n.ResolveURI
-	case "completion/complete":
-		refType, _, err := path{"params", "ref", "type"}.find(msg)
-		if err != nil {
-			return "", nil, invalidRequest(err)
-		}
-		switch t, _ := stringValue(refType); t {
-		case "ref/prompt":
-			at, resolve = path{"params", "ref", "name"}, func(s string) (string, string, error) { return n.Resolve(KindPrompt, s) }
-		case "ref/resource":
-			at, resolve = path{"params", "ref", "uri"}, n.ResolveURI
-		default:
-			return "", nil, invalidParams("completion/complete: params.ref.type must be ref/prompt or ref/resource")
-		}
-	default:
-		return "", nil, &bridge.Error{Kind: bridge.KindInvalid, Code: bridge.CodeMethodNotFound, Message: "Method not found: " + method}
-	}
-	raw, ok, err := at.find(msg)
+	env, err := readEnvelope(msg)
 	if err != nil {
 		return "", nil, invalidRequest(err)
 	}
-	exposed, isString := stringValue(raw)
-	if !ok || !isString {
-		return "", nil, invalidParams(fmt.Sprintf("%s: params.%s must be a string", method, at[len(at)-1]))
-	}
-	server, own, err := resolve(exposed)
+	rq, err := readRequest(method, msg, env)
 	if err != nil {
 		return "", nil, err
 	}
-	out, err = at.replaceAt(msg, quote(own))
-	return server, out, err
+	server, own, err := resolveTarget(n, rq.kind, rq.target)
+	if err != nil {
+		return "", nil, err
+	}
+	return server, applyEdits(msg, edit{rq.at, own}), nil
 }
 
 // clientNotification routes a client's notification.
@@ -449,27 +505,21 @@ func (t *Table) serverAnswer(server string, msg []byte, env envelope) (Delivery,
 	if c.clientID == nil {
 		return Delivery{Dest: ToCaller, Message: msg, Method: c.method, ID: id}, nil
 	}
-	out := msg
+	edits := []edit{{env.id, c.clientID}}
 	if env.hasResult {
 		res, err := exposeResult(t.names, server, c.method, env.result.of(msg))
 		if err != nil {
 			return Delivery{Dest: Dropped}, fmt.Errorf("server %q: %s result: %w", server, c.method, err)
 		}
-		out = splice(msg, env.result, res)
+		edits = append(edits, edit{env.result, res})
 	}
-	// The id may come after the result, whose length changed: find it
-	// again.
-	idSpan, _, err := member(out, "id")
-	if err != nil {
-		return Delivery{Dest: Dropped}, err
-	}
-	return Delivery{Dest: ToClient, Message: splice(out, idSpan, c.clientID), Method: c.method}, nil
+	return Delivery{Dest: ToClient, Message: applyEdits(msg, edits...), Method: c.method}, nil
 }
 
 // serverRequest gives a server's request to the client under an id of
 // the Table's own.
 func (t *Table) serverRequest(server string, msg []byte, env envelope) (Delivery, error) {
-	token, hasToken, err := progressToken.find(msg)
+	tokenAt, hasToken, err := progressToken.at(msg)
 	if err != nil {
 		return Delivery{Dest: Dropped}, fmt.Errorf("server %q: %w", server, err)
 	}
@@ -484,23 +534,17 @@ func (t *Table) serverRequest(server string, msg []byte, env envelope) (Delivery
 	k := t.lastAsk
 	a := &ask{server: server, id: bytes.Clone(env.id.of(msg))}
 	if hasToken {
-		a.token = bytes.Clone(token)
+		a.token = bytes.Clone(tokenAt.of(msg))
 	}
 	t.asks[k] = a
 	t.askBy[askKey{server, string(a.id)}] = k
 	t.mu.Unlock()
 	num := strconv.AppendInt(nil, k, 10)
-	out := msg
+	edits := []edit{{env.id, num}}
 	if hasToken {
-		if out, err = progressToken.replaceAt(out, num); err != nil {
-			return Delivery{Dest: Dropped}, err
-		}
+		edits = append(edits, edit{tokenAt, num})
 	}
-	idSpan, _, err := member(out, "id")
-	if err != nil {
-		return Delivery{Dest: Dropped}, err
-	}
-	return Delivery{Dest: ToClient, Message: splice(out, idSpan, num)}, nil
+	return Delivery{Dest: ToClient, Message: applyEdits(msg, edits...)}, nil
 }
 
 // serverNotification rewrites a server's notification for the client.
