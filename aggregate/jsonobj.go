@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 )
 
 // The aggregate changes a few members of messages that are otherwise
@@ -118,7 +119,7 @@ func eachMember(obj []byte, fn func(key []byte, v span)) error {
 			return err
 		}
 		key := obj[i+1 : kEnd-1]
-		if escaped {
+		if escaped || !utf8.Valid(key) { // read as a decoder reads it
 			var k string
 			if json.Unmarshal(obj[i:kEnd], &k) != nil {
 				return errSyntax
@@ -292,7 +293,7 @@ func stringValue(raw []byte) (string, bool) {
 	if err != nil || end != len(raw) {
 		return "", false
 	}
-	if !escaped {
+	if !escaped && utf8.Valid(raw) {
 		return string(raw[1 : len(raw)-1]), true
 	}
 	var s string

@@ -1,7 +1,10 @@
 package aggregate
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -66,4 +69,45 @@ func TestPath(t *testing.T) {
 	if _, ok, _ := (path{"params", "ref", "name", "deeper"}).at(msg); ok {
 		t.Error("a path through a string was found")
 	}
+}
+
+// FuzzEachMember holds the scanner to encoding/json: on an object that
+// encoding/json takes, it finds the same members, in order, each value
+// byte for byte; on anything else it may refuse, and never panics.
+func FuzzEachMember(f *testing.F) {
+	for _, seed := range []string{
+		`{}`, ` { "a" : 1 } `, `{"id":1.0,"method":"tools/call","params":{"name":"x","arguments":{"s":"}\"{","n":[1,{"a":[]}]}}}`,
+		`{"\u0069d":"\\"}`, `{"a":true,"b":false,"c":null,"d":-1e+10}`, `{"a":"é\u00e9"}`, `[1]`, `{"a":}`, `{"a" 1}`, `{"a":1,}`, `{"a":[1}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, obj []byte) {
+		type kv struct {
+			k string
+			v string
+		}
+		var mine []kv
+		err := eachMember(obj, func(k []byte, v span) { mine = append(mine, kv{string(k), string(v.of(obj))}) })
+		var m map[string]json.RawMessage
+		if json.Unmarshal(obj, &m) != nil {
+			return // not an object encoding/json takes: refusing or not is fine
+		}
+		if err != nil {
+			t.Fatalf("eachMember refused %q: %v", obj, err)
+		}
+		var theirs []kv
+		dec := json.NewDecoder(bytes.NewReader(obj))
+		_, _ = dec.Token()
+		for dec.More() {
+			tok, _ := dec.Token()
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				t.Fatal(err)
+			}
+			theirs = append(theirs, kv{tok.(string), string(raw)})
+		}
+		if !slices.Equal(mine, theirs) {
+			t.Fatalf("members of %q:\n mine   %q\n theirs %q", obj, mine, theirs)
+		}
+	})
 }
