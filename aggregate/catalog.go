@@ -77,6 +77,7 @@ type CatalogOptions struct {
 // use.
 type Stats struct {
 	Lists     atomic.Int64 // merged lists served
+	Dropped   atomic.Int64 // entries dropped (Problems), each counted once when it first appears
 	LeftOut   atomic.Int64 // servers left out of a list: down, past the deadline, or failed
 	Truncated atomic.Int64 // servers whose list was cut at MaxPages, or repeated a cursor
 	Misrouted atomic.Int64 // messages of a server that answer what was not sent to it (Table)
@@ -452,6 +453,7 @@ func (c *Catalog) report(method string, problems []Problem) {
 	c.mu.Unlock()
 	for _, p := range problems {
 		if !before[p.key()] {
+			c.stats.Dropped.Add(1)
 			c.o.Logger.Warn("entry dropped from the aggregate's list", "server", p.Server, "kind", p.Kind, "name", p.Name,
 				"reason", p.Reason, "problem", p.Message())
 		}

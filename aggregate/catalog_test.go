@@ -365,6 +365,9 @@ func TestCatalogProblems(t *testing.T) {
 	if again := strings.Count(logs.String(), "entry dropped"); again != n || n != 4 {
 		t.Errorf("%d lines for the problems, %d after listing again; want 4, once", n, again)
 	}
+	if got := c.Stats().Dropped.Load(); got != 4 {
+		t.Errorf("Dropped = %d, want 4", got)
+	}
 }
 
 // TestCatalogURIs: resources and templates are listed under the
