@@ -385,6 +385,17 @@ func (c *Catalog) merge(lk listKind, lists []serverList) ([]entry, []Problem) {
 			}
 		}
 	}
+	// A fix names a name no other entry of the list has.
+	keys := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		keys[e.key] = true
+	}
+	for i, p := range problems {
+		if p.Fix != "" {
+			taken := func(s string) bool { return keys[p.Server+Separator+s] || s == p.Name }
+			problems[i].Fix = suggest(p.Server, p.Fix, taken)
+		}
+	}
 	slices.SortStableFunc(entries, func(a, b entry) int { return strings.Compare(a.key, b.key) })
 	kept := entries[:0]
 	for i := 0; i < len(entries); {

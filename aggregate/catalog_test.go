@@ -336,17 +336,19 @@ func TestCatalogProblems(t *testing.T) {
 	var logs bytes.Buffer
 	long := strings.Repeat("x", 62)
 	c, _ := newTestCatalog(t, []Member{{Name: "a", Rename: map[string]string{"old": "new"}}, {Name: "b"}}, map[string]fakeServer{
-		"a": {pages: map[string]map[string]string{"tools/list": {"": tools("a", "", "ok", "dup", "dup", "new", "old", "has.dot", long)}}},
+		"a": {pages: map[string]map[string]string{"tools/list": {"": tools("a", "", "ok", "dup", "dup", "new", "old", "has.dot", long, "x.y", "x_y")}}},
 		"b": {pages: map[string]map[string]string{"tools/list": {"": tools("b", "", "dup")}}},
 	}, CatalogOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	names, res := listNames(t, c, ListRequest{Method: "tools/list"})
-	if want := []string{"a__new", "a__ok", "b__dup"}; !slices.Equal(names, want) {
+	if want := []string{"a__new", "a__ok", "a__x_y", "b__dup"}; !slices.Equal(names, want) {
 		t.Errorf("names %v, want %v", names, want)
 	}
 	want := []Problem{
 		{Kind: KindTool, Server: "a", Name: "dup", Exposed: "a__dup", Reason: ReasonCollision, Other: "a", OtherName: "dup"},
 		{Kind: KindTool, Server: "a", Name: "has.dot", Exposed: "a__has.dot", Reason: ReasonBadName, Fix: "has_dot"},
 		{Kind: KindTool, Server: "a", Name: "new", Exposed: "a__new", Reason: ReasonShadowed, Other: "a", OtherName: "old", Fix: "new_2"},
+		// Its fix is not the name of another tool of the server.
+		{Kind: KindTool, Server: "a", Name: "x.y", Exposed: "a__x.y", Reason: ReasonBadName, Fix: "x_y_2"},
 		{Kind: KindTool, Server: "a", Name: long, Exposed: "a__" + long, Reason: ReasonBadName, Fix: long[:61]},
 	}
 	if !slices.Equal(res.Problems, want) {
@@ -362,11 +364,11 @@ func TestCatalogProblems(t *testing.T) {
 	if _, err := c.List(t.Context(), ListRequest{Method: "tools/list"}); err != nil {
 		t.Fatal(err)
 	}
-	if again := strings.Count(logs.String(), "entry dropped"); again != n || n != 4 {
-		t.Errorf("%d lines for the problems, %d after listing again; want 4, once", n, again)
+	if again := strings.Count(logs.String(), "entry dropped"); again != n || n != len(want) {
+		t.Errorf("%d lines for the problems, %d after listing again; want %d, once", n, again, len(want))
 	}
-	if got := c.Stats().Dropped.Load(); got != 4 {
-		t.Errorf("Dropped = %d, want 4", got)
+	if got := c.Stats().Dropped.Load(); got != int64(len(want)) {
+		t.Errorf("Dropped = %d, want %d", got, len(want))
 	}
 }
 
