@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcp-bridge/mcp-bridge/bridge"
 )
 
 // Defaults of CatalogOptions.
@@ -180,11 +182,13 @@ var errUnknownList = errors.New("not a list method")
 // is late is left out and logged. Entries are exposed by Names (dropped
 // ones are Problems), sorted by exposed name (or URI), those that collide
 // dropped, then filtered by req.Allowed and paged. An invalid cursor is a
-// -32602 error; so is an unknown method. The error of ctx ends it early.
+// -32602 error, a method that is no list -32601 (IsList says which are).
+// The error of ctx ends it early.
 func (c *Catalog) List(ctx context.Context, req ListRequest) (ListResult, error) {
 	lk, ok := lists[req.Method]
 	if !ok {
-		return ListResult{}, fmt.Errorf("%w: %s", errUnknownList, req.Method)
+		return ListResult{}, &bridge.Error{Kind: bridge.KindInvalid, Code: bridge.CodeMethodNotFound,
+			Message: "Method not found: " + req.Method, Err: errUnknownList}
 	}
 	var cur cursor
 	if req.Cursor != "" {
