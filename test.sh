@@ -60,3 +60,5 @@ go test -count=1 -run 'TestPrincipalsForgotten' ./bridge/
 # refused. A short, fixed run on top of the seed corpus the tests above ran.
 echo "== fuzz FuzzParseBody (30 s)"
 go test -run '^$' -fuzz '^FuzzParseBody$' -fuzztime 30s -fuzzminimizetime 10s ./bridge
+echo "== fuzz FuzzEachMember (15 s)"
+go test -run '^$' -fuzz '^FuzzEachMember$' -fuzztime 15s -fuzzminimizetime 10s ./aggregate

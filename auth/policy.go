@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/mcp-bridge/mcp-bridge/internal/glob"
 )
 
 // ToolRule allows or denies the tools whose names match Glob to the
@@ -12,7 +14,8 @@ type ToolRule struct {
 	// Subject names the principals the rule applies to: see Subject
 	// for the syntax.
 	Subject string
-	// Glob matches tool names: * is any run of characters, ? one.
+	// Glob matches tool names: * is any run of characters, ? one
+	// (internal/glob).
 	Glob string
 	// Deny makes it a deny rule.
 	Deny bool
@@ -86,7 +89,7 @@ func (f *ToolFilter) Allowed(tool string) bool {
 		return true
 	}
 	for _, g := range f.deny {
-		if globMatch(g, tool) {
+		if glob.Match(g, tool) {
 			return false
 		}
 	}
@@ -94,37 +97,9 @@ func (f *ToolFilter) Allowed(tool string) bool {
 		return true
 	}
 	for _, g := range f.allow {
-		if globMatch(g, tool) {
+		if glob.Match(g, tool) {
 			return true
 		}
 	}
 	return false
-}
-
-// globMatch matches name against a pattern where * is any run of
-// characters (slashes and dots included: tool names are not paths) and ?
-// is one character.
-func globMatch(pattern, name string) bool {
-	p, n := 0, 0
-	star, mark := -1, 0
-	for n < len(name) {
-		switch {
-		case p < len(pattern) && (pattern[p] == '?' || pattern[p] == name[n]):
-			p++
-			n++
-		case p < len(pattern) && pattern[p] == '*':
-			star, mark = p, n
-			p++
-		case star >= 0:
-			p = star + 1
-			mark++
-			n = mark
-		default:
-			return false
-		}
-	}
-	for p < len(pattern) && pattern[p] == '*' {
-		p++
-	}
-	return p == len(pattern)
 }

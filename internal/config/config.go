@@ -23,6 +23,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
+	"github.com/mcp-bridge/mcp-bridge/aggregate"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
 	"github.com/mcp-bridge/mcp-bridge/stdio"
@@ -64,58 +65,60 @@ const (
 // off, --max-sessions 0 is refused. So no default is written twice, and
 // no zero that means something is taken for "not given".
 type Config struct {
-	Host               *string        `env:"HOST" flag:"host" meta:"ADDR" group:"common" help:"address to listen on; keep 127.0.0.1 unless the bridge sits behind auth"`
-	Port               *int           `env:"PORT" flag:"port" meta:"N" group:"common" help:"TCP port (0 picks a free one)"`
-	Path               *string        `env:"PATH" flag:"path" meta:"PATH" group:"listen" help:"path of the MCP endpoint"`
-	SSEPath            string         `env:"SSE_PATH" flag:"sse-path" meta:"PATH" group:"listen" help:"path of the legacy HTTP+SSE stream (MCP 2024-11-05); default: sse next to --path (/sse for /mcp)"`
-	MessagePath        string         `env:"MESSAGE_PATH" flag:"message-path" meta:"PATH" group:"listen" help:"path legacy HTTP+SSE clients POST to; default: message next to --path (/message for /mcp)"`
-	LegacySSE          *bool          `env:"LEGACY_SSE" flag:"legacy-sse" group:"listen" help:"serve the legacy HTTP+SSE transport (2024-11-05) next to Streamable HTTP (not with --stateless); --legacy-sse=false turns it off"`
-	Command            Argv           `env:"COMMAND" flag:"-" group:"server" help:"the MCP server's argv as a JSON array (or give it after --); empty serves the built-in demo server"`
-	ConfigFile         string         `env:"CONFIG" flag:"config" meta:"FILE" group:"common" help:"JSON file of several MCP servers ({\"mcpServers\": {NAME: {command, args, env, ...}}}), each served at /servers/NAME/mcp instead of one command at --path; SIGHUP rereads it"`
-	Mode               *string        `env:"MODE" flag:"mode" meta:"MODE" group:"common" help:"per-session: a process per MCP session; shared: one process multiplexed across sessions; per-identity: a process per principal, shared by its sessions"`
-	ClaimEnv           []string       `env:"CLAIM_ENV" envSeparator:"," flag:"claim-env" meta:"CLAIM=VAR" group:"server" help:"put the principal's claim into its MCP server's environment as VAR (repeatable; per-session and per-identity modes)"`
-	Prespawn           int            `env:"PRESPAWN" flag:"prespawn" meta:"N" group:"processes" help:"per-session mode: processes kept started and waiting, so a new session does not wait for one to start"`
-	MaxChildren        int            `env:"MAX_CHILDREN" flag:"max-children" meta:"N" group:"processes" help:"most MCP server processes alive, waiting ones included (0: --max-sessions + --prespawn); over it, 503"`
-	SpawnQueue         *int           `env:"SPAWN_QUEUE" flag:"spawn-queue" meta:"N" group:"processes" help:"most sessions waiting for a process to start; over it, 503"`
-	Stateless          bool           `env:"STATELESS" flag:"stateless" group:"processes" help:"serve without sessions: every POST stands alone on one shared, already-initialized process; GET and DELETE answer 405"`
-	Dir                string         `env:"CWD" flag:"cwd" meta:"DIR" group:"server" help:"working directory of the MCP server process"`
-	Env                []string       `env:"ENV" envSeparator:"," flag:"env" meta:"K=V" group:"server" help:"a variable added to the MCP server's environment (repeatable)"`
-	HideEnv            []string       `env:"HIDE_ENV" envSeparator:"," flag:"hide-env" meta:"NAME" group:"server" help:"names of variables not passed to the MCP server (repeatable); MCP_BRIDGE_* are never passed"`
-	ResponseMode       *string        `env:"RESPONSE_MODE" flag:"response-mode" meta:"MODE" group:"streams" help:"auto: JSON when the answer comes first, else SSE; sse; json"`
-	SSEDelay           *time.Duration `env:"SSE_DELAY" flag:"sse-delay" meta:"DURATION" group:"streams" help:"in auto mode, how long a request waits for its answer before its response becomes an SSE stream"`
-	MaxBodyBytes       *int64         `env:"MAX_BODY_BYTES" flag:"max-body-bytes" meta:"BYTES" group:"limits" help:"largest POST body accepted (413 over it)"`
-	MaxMessageBytes    *int           `env:"MAX_MESSAGE_BYTES" flag:"max-message-bytes" meta:"BYTES" group:"limits" help:"largest message accepted from the MCP server (one stdout line)"`
-	MaxSessions        *int           `env:"MAX_SESSIONS" flag:"max-sessions" meta:"N" group:"limits" help:"most live sessions, each with its own process (503 over it)"`
-	IdleTimeout        *time.Duration `env:"IDLE_TIMEOUT" flag:"idle-timeout" meta:"DURATION" group:"timeouts" help:"end a session after this long without traffic, requests or open streams"`
-	UnreachableTimeout *time.Duration `env:"UNREACHABLE_TIMEOUT" flag:"unreachable-timeout" meta:"DURATION" group:"timeouts" help:"end sooner a session no client can reach any more: its GET stream closed and nothing came since, or it never opened one and sent nothing after initialized (clients that stop without DELETE leave these, each with its process); 0: only --idle-timeout"`
-	RequestTimeout     *time.Duration `env:"REQUEST_TIMEOUT" flag:"request-timeout" meta:"DURATION" group:"timeouts" help:"how long a request waits for the MCP server's answer; then the client gets JSON-RPC error -32007 and the server notifications/cancelled (0: no limit)"`
-	InitTimeout        *time.Duration `env:"INIT_TIMEOUT" flag:"init-timeout" meta:"DURATION" group:"timeouts" help:"how long initialize waits for the MCP server's answer; then the client gets JSON-RPC error -32007, the session ends and the process is stopped (0: no limit)"`
-	QueueLimit         *int           `env:"QUEUE_LIMIT" flag:"queue-limit" meta:"N" group:"streams" help:"server messages a session holds while no stream is open"`
-	EventLogEvents     *int           `env:"EVENT_LOG_EVENTS" flag:"event-log-events" meta:"N" group:"streams" help:"SSE events a session keeps for clients that resume with Last-Event-ID, or that read slowly; older ones age out, and a reader whose unread events age out is disconnected"`
-	EventLogBytes      *int           `env:"EVENT_LOG_BYTES" flag:"event-log-bytes" meta:"BYTES" group:"streams" help:"bytes of SSE events a session keeps for resuming clients (the newest event is kept whatever its size); also caps the messages it holds while no stream is open"`
-	StopGrace          *time.Duration `env:"STOP_GRACE" flag:"stop-grace" meta:"DURATION" group:"processes" help:"wait after closing a process's stdin, and again after SIGTERM, before SIGKILL"`
-	Containment        *string        `env:"CONTAINMENT" flag:"containment" meta:"STRATEGY" group:"processes" help:"how each MCP server process and everything it starts are kept from outliving their session and the bridge: auto (the best this system allows); pid-namespace, cgroup or process-group on Linux; process-group on macOS; job-object on Windows"`
-	ShutdownTimeout    *time.Duration `env:"SHUTDOWN_TIMEOUT" flag:"shutdown-timeout" meta:"DURATION" group:"timeouts" help:"on SIGINT/SIGTERM, how long requests in flight may take to finish"`
-	ReadTimeout        *time.Duration `env:"READ_TIMEOUT" flag:"read-timeout" meta:"DURATION" group:"timeouts" help:"most time a client may take to send a request, headers and body (408, or the connection closed, past it); response streams are not bounded by it"`
-	SSEMaxDuration     time.Duration  `env:"SSE_MAX_DURATION" flag:"sse-max-duration" meta:"DURATION" group:"streams" help:"close the connection of a 2025-11-25 session's SSE stream after this long (the client resumes with Last-Event-ID); 0: never"`
-	KeepAlive          *time.Duration `env:"KEEPALIVE" flag:"keepalive" meta:"DURATION" group:"streams" help:"interval of SSE keep-alive comments"`
-	AllowOrigins       []string       `env:"ALLOW_ORIGINS" envSeparator:"," flag:"allow-origin" meta:"ORIGIN" group:"listen" help:"browser origin allowed besides loopback ones, exact or with * (repeatable)"`
-	Web                *bool          `env:"WEB" flag:"web" group:"web" help:"serve the web page at / (live view of sessions and children, and an MCP console); its feed needs the same token as the MCP endpoint; --web=false turns it off"`
-	Modern             *bool          `env:"MODERN" flag:"modern" group:"modern" help:"serve MCP 2026-07-28 clients (stateless, no initialize) on the same endpoint as 2025 sessions; --modern=false answers them as a 2025-only server does, and dual-era clients fall back to initialize"`
-	ChildProtocol      *string        `env:"CHILD_PROTOCOL" flag:"child-protocol" meta:"ERA" group:"modern" help:"what the MCP server speaks: auto (asks it once with server/discover), legacy (2025: the bridge initializes it and translates for 2026-07-28 clients) or modern (2026-07-28: requests pass through)"`
-	InputTTL           *time.Duration `env:"INPUT_TTL" flag:"input-ttl" meta:"DURATION" group:"modern" help:"how long a call waits, holding its process, for a 2026-07-28 client's retry with the input the server asked for (sampling, elicitation, roots); then the server's questions are declined and the call cancelled"`
-	MaxParked          *int           `env:"MAX_PARKED" flag:"max-parked" meta:"N" group:"modern" help:"most calls of one principal that may wait for its clients' input at once (calls on processes leased to them, running or parked), checked before the process starts; over it, 429"`
-	ReplicaID          string         `env:"REPLICA_ID" flag:"replica-id" meta:"NAME" group:"modern" help:"this bridge's name in the requestState it gives 2026-07-28 clients, for a load balancer to route their retries by (letters, digits, - and _); default: random"`
-	Sandbox            string         `env:"SANDBOX" flag:"sandbox" meta:"PRESET" group:"sandbox" help:"confine each MCP server process and what it starts: node or python (a preset: the interpreter's installation, its own HOME, package cache and TMPDIR, TCP port 443) or none (no preset); with no sandbox flag at all the server can do whatever the bridge's user can"`
-	SandboxRead        []string       `env:"SANDBOX_READ" envSeparator:"," flag:"sandbox-read" meta:"PATH" group:"sandbox" help:"a file or directory the sandboxed server may read (repeatable; relative to --cwd)"`
-	SandboxWrite       []string       `env:"SANDBOX_WRITE" envSeparator:"," flag:"sandbox-write" meta:"PATH" group:"sandbox" help:"a file or directory the sandboxed server may read and write (repeatable; relative to --cwd); a --sandbox-read path inside it stays writable"`
-	SandboxExec        []string       `env:"SANDBOX_EXEC" envSeparator:"," flag:"sandbox-exec" meta:"PATH" group:"sandbox" help:"a file or directory the sandboxed server may read and execute (repeatable; relative to --cwd)"`
-	SandboxNet         []string       `env:"SANDBOX_NET" envSeparator:"," flag:"sandbox-net" meta:"NET" group:"sandbox" help:"what the sandboxed server may connect to: none (default without a preset), a TCP port (443) or HOST:PORT (only the port is enforced), unix to allow unix sockets (repeatable)"`
-	SandboxLimit       string         `env:"SANDBOX_LIMIT" flag:"sandbox-limit" meta:"LIMITS" group:"sandbox" help:"limits of the sandboxed server, each per process: mem=512M,procs=64,files=256,cpu=60s (any of them)"`
-	SandboxEnforce     *string        `env:"SANDBOX_ENFORCE" flag:"sandbox-enforce" meta:"MODE" group:"sandbox" help:"required: refuse to start a server when this system cannot enforce a right its sandbox asks for; best-effort: start it and log each right not enforced"`
-	PinSHA256          string         `env:"PIN_SHA256" flag:"pin-sha256" meta:"HEX" group:"sandbox" help:"the SHA-256 the server's program must have (mcp-bridge pin -- CMD prints it); any other is refused"`
-	LogFormat          *string        `env:"LOG_FORMAT" flag:"log-format" meta:"FORMAT" group:"log" help:"text or json"`
-	LogLevel           *string        `env:"LOG_LEVEL" flag:"log-level" meta:"LEVEL" group:"log" help:"debug, info, warn or error"`
+	Host                 *string        `env:"HOST" flag:"host" meta:"ADDR" group:"common" help:"address to listen on; keep 127.0.0.1 unless the bridge sits behind auth"`
+	Port                 *int           `env:"PORT" flag:"port" meta:"N" group:"common" help:"TCP port (0 picks a free one)"`
+	Path                 *string        `env:"PATH" flag:"path" meta:"PATH" group:"listen" help:"path of the MCP endpoint"`
+	SSEPath              string         `env:"SSE_PATH" flag:"sse-path" meta:"PATH" group:"listen" help:"path of the legacy HTTP+SSE stream (MCP 2024-11-05); default: sse next to --path (/sse for /mcp)"`
+	MessagePath          string         `env:"MESSAGE_PATH" flag:"message-path" meta:"PATH" group:"listen" help:"path legacy HTTP+SSE clients POST to; default: message next to --path (/message for /mcp)"`
+	LegacySSE            *bool          `env:"LEGACY_SSE" flag:"legacy-sse" group:"listen" help:"serve the legacy HTTP+SSE transport (2024-11-05) next to Streamable HTTP (not with --stateless); --legacy-sse=false turns it off"`
+	Command              Argv           `env:"COMMAND" flag:"-" group:"server" help:"the MCP server's argv as a JSON array (or give it after --); empty serves the built-in demo server"`
+	ConfigFile           string         `env:"CONFIG" flag:"config" meta:"FILE" group:"common" help:"JSON file of several MCP servers ({\"mcpServers\": {NAME: {command, args, env, ...}}}), each served at /servers/NAME/mcp instead of one command at --path; SIGHUP rereads it"`
+	Aggregate            bool           `env:"AGGREGATE" flag:"aggregate" group:"aggregate" help:"with --config: also serve one MCP server made of the file's servers at --path (/mcp), their tools and prompts named SERVER__NAME and their resources mcp-bridge://SERVER/URI; the file's \"aggregate\" (true, false or a list of server names), when it has one, decides instead; a server's \"rename\" and \"tools\" ({allow, deny}) shape its part (docs/aggregate.md)"`
+	AggregateListTimeout *time.Duration `env:"AGGREGATE_LIST_TIMEOUT" flag:"aggregate-list-timeout" meta:"DURATION" group:"aggregate" help:"how long a list of the aggregate (tools/list, ...) waits for each server's; a server past it is left out of that list, and logged"`
+	Mode                 *string        `env:"MODE" flag:"mode" meta:"MODE" group:"common" help:"per-session: a process per MCP session; shared: one process multiplexed across sessions; per-identity: a process per principal, shared by its sessions"`
+	ClaimEnv             []string       `env:"CLAIM_ENV" envSeparator:"," flag:"claim-env" meta:"CLAIM=VAR" group:"server" help:"put the principal's claim into its MCP server's environment as VAR (repeatable; per-session and per-identity modes)"`
+	Prespawn             int            `env:"PRESPAWN" flag:"prespawn" meta:"N" group:"processes" help:"per-session mode: processes kept started and waiting, so a new session does not wait for one to start"`
+	MaxChildren          int            `env:"MAX_CHILDREN" flag:"max-children" meta:"N" group:"processes" help:"most MCP server processes alive, waiting ones included (0: --max-sessions + --prespawn); over it, 503"`
+	SpawnQueue           *int           `env:"SPAWN_QUEUE" flag:"spawn-queue" meta:"N" group:"processes" help:"most sessions waiting for a process to start; over it, 503"`
+	Stateless            bool           `env:"STATELESS" flag:"stateless" group:"processes" help:"serve without sessions: every POST stands alone on one shared, already-initialized process; GET and DELETE answer 405"`
+	Dir                  string         `env:"CWD" flag:"cwd" meta:"DIR" group:"server" help:"working directory of the MCP server process"`
+	Env                  []string       `env:"ENV" envSeparator:"," flag:"env" meta:"K=V" group:"server" help:"a variable added to the MCP server's environment (repeatable)"`
+	HideEnv              []string       `env:"HIDE_ENV" envSeparator:"," flag:"hide-env" meta:"NAME" group:"server" help:"names of variables not passed to the MCP server (repeatable); MCP_BRIDGE_* are never passed"`
+	ResponseMode         *string        `env:"RESPONSE_MODE" flag:"response-mode" meta:"MODE" group:"streams" help:"auto: JSON when the answer comes first, else SSE; sse; json"`
+	SSEDelay             *time.Duration `env:"SSE_DELAY" flag:"sse-delay" meta:"DURATION" group:"streams" help:"in auto mode, how long a request waits for its answer before its response becomes an SSE stream"`
+	MaxBodyBytes         *int64         `env:"MAX_BODY_BYTES" flag:"max-body-bytes" meta:"BYTES" group:"limits" help:"largest POST body accepted (413 over it)"`
+	MaxMessageBytes      *int           `env:"MAX_MESSAGE_BYTES" flag:"max-message-bytes" meta:"BYTES" group:"limits" help:"largest message accepted from the MCP server (one stdout line)"`
+	MaxSessions          *int           `env:"MAX_SESSIONS" flag:"max-sessions" meta:"N" group:"limits" help:"most live sessions, each with its own process (503 over it)"`
+	IdleTimeout          *time.Duration `env:"IDLE_TIMEOUT" flag:"idle-timeout" meta:"DURATION" group:"timeouts" help:"end a session after this long without traffic, requests or open streams"`
+	UnreachableTimeout   *time.Duration `env:"UNREACHABLE_TIMEOUT" flag:"unreachable-timeout" meta:"DURATION" group:"timeouts" help:"end sooner a session no client can reach any more: its GET stream closed and nothing came since, or it never opened one and sent nothing after initialized (clients that stop without DELETE leave these, each with its process); 0: only --idle-timeout"`
+	RequestTimeout       *time.Duration `env:"REQUEST_TIMEOUT" flag:"request-timeout" meta:"DURATION" group:"timeouts" help:"how long a request waits for the MCP server's answer; then the client gets JSON-RPC error -32007 and the server notifications/cancelled (0: no limit)"`
+	InitTimeout          *time.Duration `env:"INIT_TIMEOUT" flag:"init-timeout" meta:"DURATION" group:"timeouts" help:"how long initialize waits for the MCP server's answer; then the client gets JSON-RPC error -32007, the session ends and the process is stopped (0: no limit)"`
+	QueueLimit           *int           `env:"QUEUE_LIMIT" flag:"queue-limit" meta:"N" group:"streams" help:"server messages a session holds while no stream is open"`
+	EventLogEvents       *int           `env:"EVENT_LOG_EVENTS" flag:"event-log-events" meta:"N" group:"streams" help:"SSE events a session keeps for clients that resume with Last-Event-ID, or that read slowly; older ones age out, and a reader whose unread events age out is disconnected"`
+	EventLogBytes        *int           `env:"EVENT_LOG_BYTES" flag:"event-log-bytes" meta:"BYTES" group:"streams" help:"bytes of SSE events a session keeps for resuming clients (the newest event is kept whatever its size); also caps the messages it holds while no stream is open"`
+	StopGrace            *time.Duration `env:"STOP_GRACE" flag:"stop-grace" meta:"DURATION" group:"processes" help:"wait after closing a process's stdin, and again after SIGTERM, before SIGKILL"`
+	Containment          *string        `env:"CONTAINMENT" flag:"containment" meta:"STRATEGY" group:"processes" help:"how each MCP server process and everything it starts are kept from outliving their session and the bridge: auto (the best this system allows); pid-namespace, cgroup or process-group on Linux; process-group on macOS; job-object on Windows"`
+	ShutdownTimeout      *time.Duration `env:"SHUTDOWN_TIMEOUT" flag:"shutdown-timeout" meta:"DURATION" group:"timeouts" help:"on SIGINT/SIGTERM, how long requests in flight may take to finish"`
+	ReadTimeout          *time.Duration `env:"READ_TIMEOUT" flag:"read-timeout" meta:"DURATION" group:"timeouts" help:"most time a client may take to send a request, headers and body (408, or the connection closed, past it); response streams are not bounded by it"`
+	SSEMaxDuration       time.Duration  `env:"SSE_MAX_DURATION" flag:"sse-max-duration" meta:"DURATION" group:"streams" help:"close the connection of a 2025-11-25 session's SSE stream after this long (the client resumes with Last-Event-ID); 0: never"`
+	KeepAlive            *time.Duration `env:"KEEPALIVE" flag:"keepalive" meta:"DURATION" group:"streams" help:"interval of SSE keep-alive comments"`
+	AllowOrigins         []string       `env:"ALLOW_ORIGINS" envSeparator:"," flag:"allow-origin" meta:"ORIGIN" group:"listen" help:"browser origin allowed besides loopback ones, exact or with * (repeatable)"`
+	Web                  *bool          `env:"WEB" flag:"web" group:"web" help:"serve the web page at / (live view of sessions and children, and an MCP console); its feed needs the same token as the MCP endpoint; --web=false turns it off"`
+	Modern               *bool          `env:"MODERN" flag:"modern" group:"modern" help:"serve MCP 2026-07-28 clients (stateless, no initialize) on the same endpoint as 2025 sessions; --modern=false answers them as a 2025-only server does, and dual-era clients fall back to initialize"`
+	ChildProtocol        *string        `env:"CHILD_PROTOCOL" flag:"child-protocol" meta:"ERA" group:"modern" help:"what the MCP server speaks: auto (asks it once with server/discover), legacy (2025: the bridge initializes it and translates for 2026-07-28 clients) or modern (2026-07-28: requests pass through)"`
+	InputTTL             *time.Duration `env:"INPUT_TTL" flag:"input-ttl" meta:"DURATION" group:"modern" help:"how long a call waits, holding its process, for a 2026-07-28 client's retry with the input the server asked for (sampling, elicitation, roots); then the server's questions are declined and the call cancelled"`
+	MaxParked            *int           `env:"MAX_PARKED" flag:"max-parked" meta:"N" group:"modern" help:"most calls of one principal that may wait for its clients' input at once (calls on processes leased to them, running or parked), checked before the process starts; over it, 429"`
+	ReplicaID            string         `env:"REPLICA_ID" flag:"replica-id" meta:"NAME" group:"modern" help:"this bridge's name in the requestState it gives 2026-07-28 clients, for a load balancer to route their retries by (letters, digits, - and _); default: random"`
+	Sandbox              string         `env:"SANDBOX" flag:"sandbox" meta:"PRESET" group:"sandbox" help:"confine each MCP server process and what it starts: node or python (a preset: the interpreter's installation, its own HOME, package cache and TMPDIR, TCP port 443) or none (no preset); with no sandbox flag at all the server can do whatever the bridge's user can"`
+	SandboxRead          []string       `env:"SANDBOX_READ" envSeparator:"," flag:"sandbox-read" meta:"PATH" group:"sandbox" help:"a file or directory the sandboxed server may read (repeatable; relative to --cwd)"`
+	SandboxWrite         []string       `env:"SANDBOX_WRITE" envSeparator:"," flag:"sandbox-write" meta:"PATH" group:"sandbox" help:"a file or directory the sandboxed server may read and write (repeatable; relative to --cwd); a --sandbox-read path inside it stays writable"`
+	SandboxExec          []string       `env:"SANDBOX_EXEC" envSeparator:"," flag:"sandbox-exec" meta:"PATH" group:"sandbox" help:"a file or directory the sandboxed server may read and execute (repeatable; relative to --cwd)"`
+	SandboxNet           []string       `env:"SANDBOX_NET" envSeparator:"," flag:"sandbox-net" meta:"NET" group:"sandbox" help:"what the sandboxed server may connect to: none (default without a preset), a TCP port (443) or HOST:PORT (only the port is enforced), unix to allow unix sockets (repeatable)"`
+	SandboxLimit         string         `env:"SANDBOX_LIMIT" flag:"sandbox-limit" meta:"LIMITS" group:"sandbox" help:"limits of the sandboxed server, each per process: mem=512M,procs=64,files=256,cpu=60s (any of them)"`
+	SandboxEnforce       *string        `env:"SANDBOX_ENFORCE" flag:"sandbox-enforce" meta:"MODE" group:"sandbox" help:"required: refuse to start a server when this system cannot enforce a right its sandbox asks for; best-effort: start it and log each right not enforced"`
+	PinSHA256            string         `env:"PIN_SHA256" flag:"pin-sha256" meta:"HEX" group:"sandbox" help:"the SHA-256 the server's program must have (mcp-bridge pin -- CMD prints it); any other is refused"`
+	LogFormat            *string        `env:"LOG_FORMAT" flag:"log-format" meta:"FORMAT" group:"log" help:"text or json"`
+	LogLevel             *string        `env:"LOG_LEVEL" flag:"log-level" meta:"LEVEL" group:"log" help:"debug, info, warn or error"`
 
 	// Who may connect (docs/auth.md). All off by default.
 	TokenEnvs               []string `env:"TOKEN_ENVS" envSeparator:"," flag:"token-env" meta:"NAME" group:"common" help:"name of an environment variable holding an accepted bearer token; the request's principal is the variable's name (repeatable)"`
@@ -150,6 +153,7 @@ type Config struct {
 var Groups = []struct{ Name, Title string }{
 	{"common", "Common flags"},
 	{"server", "The MCP server"},
+	{"aggregate", "One endpoint for many servers"},
 	{"processes", "Processes"},
 	{"sandbox", "Sandbox and pinned binaries"},
 	{"listen", "Listening"},
@@ -204,6 +208,7 @@ func Defaults() Config {
 		SandboxEnforce:         ptr(stdio.EnforceRequired),
 		LogFormat:              ptr(DefaultLogFormat),
 		LogLevel:               ptr(DefaultLogLevel),
+		AggregateListTimeout:   ptr(aggregate.DefaultListTimeout),
 	}
 }
 

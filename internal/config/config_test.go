@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-bridge/mcp-bridge/aggregate"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
 	"github.com/mcp-bridge/mcp-bridge/stdio"
@@ -55,6 +56,7 @@ func TestDefaults(t *testing.T) {
 		SandboxEnforce:         ptr("required"),
 		LogFormat:              ptr("text"),
 		LogLevel:               ptr("info"),
+		AggregateListTimeout:   ptr(3 * time.Second),
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("defaults:\n got %s\nwant %s", show(got), show(want))
@@ -64,6 +66,7 @@ func TestDefaults(t *testing.T) {
 		cli, pkgs any
 	}{
 		{"Path", *got.Path, httpapi.DefaultPath},
+		{"AggregateListTimeout", *got.AggregateListTimeout, aggregate.DefaultListTimeout},
 		{"ResponseMode", *got.ResponseMode, httpapi.ModeAuto},
 		{"SSEDelay", *got.SSEDelay, httpapi.DefaultSSEDelay},
 		{"MaxBodyBytes", *got.MaxBodyBytes, int64(httpapi.DefaultMaxBodyBytes)},

@@ -64,6 +64,8 @@ var rules = []rule{
 	{"hide-env", checkHideEnv},
 	{"command", checkCommand},
 	{"config and command", checkConfigOrCommand},
+	{"aggregate needs --config", checkAggregate},
+	{"aggregate-list-timeout", positive("must be greater than zero", "AggregateListTimeout")},
 
 	// Who may connect (authRules).
 	{"token-env", checkTokenEnvs},
@@ -339,6 +341,14 @@ func checkCommand(c *Config, bad report) {
 func checkConfigOrCommand(c *Config, bad report) {
 	if c.ConfigFile != "" && len(c.Command) > 0 {
 		bad("ConfigFile", "give either --config or a command, not both")
+	}
+}
+
+// checkAggregate: the aggregate is made of the servers of a --config
+// file; one command is one server, served as it is.
+func checkAggregate(c *Config, bad report) {
+	if c.Aggregate && c.ConfigFile == "" {
+		bad("Aggregate", "serves the servers of a --config file as one: give --config")
 	}
 }
 

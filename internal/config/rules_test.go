@@ -126,6 +126,9 @@ func TestRules(t *testing.T) {
 		{"command", "empty program", Config{Command: Argv{"", "x"}}, "command (after --) / MCP_BRIDGE_COMMAND: the program name is empty"},
 		{"config and command", "a file", Config{ConfigFile: "servers.json"}, ""},
 		{"config and command", "both", Config{ConfigFile: "servers.json", Command: Argv{"x"}}, "--config / MCP_BRIDGE_CONFIG: give either --config or a command, not both"},
+		{"aggregate needs --config", "with a file", Config{ConfigFile: "servers.json", Aggregate: true}, ""},
+		{"aggregate needs --config", "without", Config{Aggregate: true}, "--aggregate / MCP_BRIDGE_AGGREGATE: serves the servers of a --config file as one: give --config"},
+		{"aggregate-list-timeout", "zero", Config{AggregateListTimeout: ptr(time.Duration(0))}, "--aggregate-list-timeout / MCP_BRIDGE_AGGREGATE_LIST_TIMEOUT: must be greater than zero"},
 
 		{"token-env", "names", Config{TokenEnvs: []string{"ALICE_TOKEN", "BOB_TOKEN"}}, ""},
 		{"token-env", "a token", Config{TokenEnvs: []string{"sk-secretvalue=="}}, "--token-env / MCP_BRIDGE_TOKEN_ENVS: not a valid variable name: the flag takes the NAME of a variable that holds a token, never the token"},

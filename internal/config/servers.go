@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-bridge/mcp-bridge/aggregate"
 	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
@@ -34,6 +35,9 @@ import (
 // can be given as it is.
 type serversFile struct {
 	MCPServers map[string]json.RawMessage `json:"mcpServers"`
+	// Aggregate is which servers the aggregate endpoint serves: true,
+	// false, or a list of their names (aggregate.go).
+	Aggregate json.RawMessage `json:"aggregate"`
 }
 
 // serverEntry is one server of the file: the fields MCP clients write
@@ -67,6 +71,10 @@ type serverEntry struct {
 
 	Sandbox *sandboxEntry `json:"sandbox"` // the --sandbox* flags (sandbox.go)
 	SHA256  string        `json:"sha256"`  // replaces --pin-sha256
+
+	// Its part in the aggregate endpoint (aggregate.go).
+	Rename map[string]string `json:"rename"` // its tool or prompt name -> the name exposed after SERVER__
+	Tools  *toolsEntry       `json:"tools"`  // which of its tools the aggregate exposes
 }
 
 // ServerSpec is one server of the file resolved against the flags and
@@ -87,6 +95,10 @@ type ServerSpec struct {
 	ToolDeny    []string // after --tool-deny
 	// Sandbox is the server's sandbox and pin, nil for none.
 	Sandbox *stdio.Sandbox
+	// Aggregate is the server's part in the aggregate endpoint, nil when
+	// it has none. Not in the Fingerprint: a change of the names it
+	// exposes there is applied without restarting the server.
+	Aggregate *aggregate.Member `json:"-"`
 }
 
 // Fingerprint stands for the whole spec. It is a digest: the spec holds
@@ -140,6 +152,11 @@ type fileErrors struct {
 	problems []Problem
 }
 
+// addField reports a problem of a top-level field of the file.
+func (fe *fileErrors) addField(field, format string, a ...any) {
+	fe.problems = append(fe.problems, Problem{Message: fmt.Sprintf("field %q: %s", field, fmt.Sprintf(format, a...))})
+}
+
 func (fe *fileErrors) add(server, field, format string, a ...any) {
 	fe.problems = append(fe.problems, Problem{Server: server, Field: field, Message: fmt.Sprintf(format, a...)})
 }
@@ -179,10 +196,11 @@ func ReadServersFile(c *Config) ([]byte, error) {
 // file names the file in errors.
 func ParseServers(file string, data []byte, c *Config, environ []string) ([]ServerSpec, error) {
 	fe := &fileErrors{file: file}
-	entries := decodeServers(fe, data)
+	f, entries := decodeServers(fe, data)
 	if entries == nil {
 		return nil, fe.err()
 	}
+	aggregated := aggregateSet(fe, f, c.Aggregate, entries)
 	r := c.withDefaults()
 	sc := serverContext{cfg: &r, vars: envMap(environ), tokenVars: map[string]bool{}}
 	// A token must never reach a child, and a variable named by envFrom
@@ -215,19 +233,23 @@ func ParseServers(file string, data []byte, c *Config, environ []string) ([]Serv
 				continue
 			}
 			s.Sandbox = sb
+			if aggregated[name] {
+				s.Aggregate = aggregateMember(name, e)
+			}
 			specs = append(specs, s)
 		}
 	}
+	checkAggregateNames(fe, aggregated)
 	if err := fe.err(); err != nil {
 		return nil, err
 	}
 	return specs, nil
 }
 
-// decodeServers is the file's enabled servers by name; nil when the file
-// is not an mcpServers file at all. A server that cannot be decoded is
-// reported to fe and left out.
-func decodeServers(fe *fileErrors, data []byte) map[string]serverEntry {
+// decodeServers is the file, and its enabled servers by name; nil when
+// the file is not an mcpServers file at all. A server that cannot be
+// decoded is reported to fe and left out.
+func decodeServers(fe *fileErrors, data []byte) (serversFile, map[string]serverEntry) {
 	var f serversFile
 	if err := json.Unmarshal(data, &f); err != nil {
 		var se *json.SyntaxError
@@ -241,11 +263,11 @@ func decodeServers(fe *fileErrors, data []byte) map[string]serverEntry {
 		default:
 			fe.add("", "", "not valid JSON")
 		}
-		return nil
+		return f, nil
 	}
 	if f.MCPServers == nil {
 		fe.add("", "", `no "mcpServers" object`)
-		return nil
+		return f, nil
 	}
 	entries := map[string]serverEntry{}
 	for _, name := range slices.Sorted(maps.Keys(f.MCPServers)) {
@@ -265,7 +287,7 @@ func decodeServers(fe *fileErrors, data []byte) map[string]serverEntry {
 			entries[name] = e
 		}
 	}
-	return entries
+	return f, entries
 }
 
 // resolveServer is server name of the file resolved against the flags
@@ -348,6 +370,7 @@ var serverRules = []struct {
 	{"tokens", checkServerTokens},
 	{"tool rules", checkServerToolRules},
 	{"sandbox", checkServerSandbox},
+	{"rename and tools", checkServerNames},
 }
 
 // checkServer runs every rule on one server, reporting to fe; false when
@@ -584,11 +607,10 @@ func uniq(a, b []string) []string {
 func decodeError(err error) (field, msg string) {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		field, _, _ = strings.Cut(te.Field, ".")
-		if field == "" {
+		if te.Field == "" {
 			return "", "want an object of fields (command, args, env, ...)"
 		}
-		return field, "want " + jsonKind(field)
+		return te.Field, "want " + jsonKind(te.Field)
 	}
 	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		return unknownField(strings.TrimSuffix(strings.TrimPrefix(f, `"`), `"`))
@@ -618,13 +640,20 @@ func serverNameTold(name string) string {
 	return fmt.Sprintf("server name %q", name)
 }
 
-// jsonKind says what JSON a field of serverEntry takes.
+// jsonKind says what JSON a field of serverEntry takes; a field of an
+// object field is named with a dot (tools.allow).
 func jsonKind(field string) string {
-	f, ok := entryField(field)
-	if !ok {
-		return "another type"
+	t := reflect.TypeFor[serverEntry]()
+	for _, name := range strings.Split(field, ".") {
+		if t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		f, ok := jsonField(t, name)
+		if t.Kind() != reflect.Struct || !ok {
+			return "another type"
+		}
+		t = f.Type
 	}
-	t := f.Type
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -640,14 +669,22 @@ func jsonKind(field string) string {
 	case reflect.Map:
 		return "an object whose values are strings"
 	case reflect.Struct:
-		return "an object (preset, read, write, exec, net, limit, enforce)"
+		var names []string
+		for i := range t.NumField() {
+			names = append(names, strings.Split(t.Field(i).Tag.Get("json"), ",")[0])
+		}
+		return "an object (" + strings.Join(names, ", ") + ")"
 	}
 	return "another type"
 }
 
 // entryField is the field of serverEntry whose JSON name is name.
 func entryField(name string) (reflect.StructField, bool) {
-	t := reflect.TypeFor[serverEntry]()
+	return jsonField(reflect.TypeFor[serverEntry](), name)
+}
+
+// jsonField is the field of the struct t whose JSON name is name.
+func jsonField(t reflect.Type, name string) (reflect.StructField, bool) {
 	for i := range t.NumField() {
 		if f := t.Field(i); strings.Split(f.Tag.Get("json"), ",")[0] == name {
 			return f, true

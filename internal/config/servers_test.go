@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-bridge/mcp-bridge/aggregate"
 )
 
 func TestServersFileInvalid(t *testing.T) {
@@ -126,6 +128,32 @@ func TestServersFileInvalid(t *testing.T) {
 		{name: "sandbox field unknown", file: `{"mcpServers": {"a": {"command": "x", "sandbox": {"reads": ["/"]}}}}`, want: []string{`server "a": field "reads": unknown field`}},
 		{name: "sha256", rule: "sandbox", file: `{"mcpServers": {"a": {"command": "x", "sha256": "secret-looking"}}}`, want: []string{`server "a": field "sha256": want the SHA-256 in lowercase hex`}, notWant: []string{"secret-looking"}},
 		{name: "tool rule", rule: "tool rules", file: `{"mcpServers": {"a": {"command": "x", "toolDeny": ["no-equals"]}}}`, want: []string{`server "a": field "toolDeny": tool rule`}},
+		{
+			name: "rename too long", rule: "rename and tools",
+			file: `{"mcpServers": {"fs": {"command": "x", "rename": {"read_file": "` + strings.Repeat("r", 61) + `"}}}}`,
+			want: []string{`servers.json: server "fs": field "rename": "read_file" is renamed to "` + strings.Repeat("r", 61) + `", exposed as "fs__` + strings.Repeat("r", 61) + `": 65 characters, over the 64 clients accept; rename it to at most 60 characters ("rename": {"read_file": "` + strings.Repeat("r", 60) + `"})`},
+		},
+		{
+			name: "a name over 64 characters is refused at load, with the fix named",
+			file: `{"aggregate": true, "mcpServers": {"github": {"command": "x", "tools": {"allow": ["search_*", "list_pull_request_review_comments_for_the_authenticated_user_x"]}}}}`,
+			want: []string{`servers.json: server "github": field "tools.allow": the tool "list_pull_request_review_comments_for_the_authenticated_user_x" of server "github" would be exposed as "github__list_pull_request_review_comments_for_the_authenticated_user_x", which is 70 characters, over the 64 clients accept: add "rename": {"list_pull_request_review_comments_for_the_authenticated_user_x": "list_pull_request_review_comments_for_the_authenticated"} to the server "github"`},
+		},
+		{name: "rename to characters clients refuse", file: `{"mcpServers": {"fs": {"command": "x", "rename": {"a": "b.c"}}}}`, want: []string{`server "fs": field "rename": "a" is renamed to "b.c", which has characters clients refuse`}},
+		{name: "two renames to one name", file: `{"mcpServers": {"fs": {"command": "x", "rename": {"a": "x", "b": "x"}}}}`, want: []string{`server "fs": field "rename": "a" and "b" are both renamed to "x"`}},
+		{name: "rename of the wrong type", file: `{"mcpServers": {"fs": {"command": "x", "rename": ["a", "b"]}}}`, want: []string{`server "fs": field "rename": want an object whose values are strings`}},
+		{name: "tools of the wrong type", file: `{"mcpServers": {"fs": {"command": "x", "tools": ["a"]}}}`, want: []string{`server "fs": field "tools": want an object (allow, deny)`}},
+		{name: "tools.allow of the wrong type", file: `{"mcpServers": {"fs": {"command": "x", "tools": {"allow": "read_*"}}}}`, want: []string{`server "fs": field "tools.allow": want an array of strings`}},
+		{name: "tools field unknown", file: `{"mcpServers": {"fs": {"command": "x", "tools": {"alow": ["x"]}}}}`, want: []string{`server "fs": field "alow": unknown field`}},
+		{name: "an empty pattern", file: `{"mcpServers": {"fs": {"command": "x", "tools": {"deny": [""]}}}}`, want: []string{`server "fs": field "tools.deny": an empty pattern matches no tool`}},
+		{name: "aggregate of the wrong type", file: `{"aggregate": "yes", "mcpServers": {"a": {"command": "x"}}}`, want: []string{`servers.json: field "aggregate": want true, false or an array of the names of servers in "mcpServers"`}},
+		{name: "aggregate of an unknown server", file: `{"aggregate": ["a", "b"], "mcpServers": {"a": {"command": "x"}}}`, want: []string{`servers.json: field "aggregate": its 2nd entry: no server "b" in "mcpServers"`}},
+		{name: "aggregate names a server twice", file: `{"aggregate": ["a", "a"], "mcpServers": {"a": {"command": "x"}}}`, want: []string{`servers.json: field "aggregate": its 2nd entry: "a" is listed twice`}},
+		{name: "aggregate of disabled servers", file: `{"aggregate": ["off"], "mcpServers": {"a": {"command": "x"}, "off": {"command": "x", "disabled": true}}}`, want: []string{`servers.json: field "aggregate": no enabled server to serve at the aggregate endpoint`}},
+		{name: "aggregate of no server", file: `{"aggregate": [], "mcpServers": {"a": {"command": "x"}}}`, want: []string{`servers.json: field "aggregate": no enabled server`}},
+		{name: "a server name that does not split", file: `{"aggregate": true, "mcpServers": {"a__b": {"command": "x"}, "c_": {"command": "x"}}}`,
+			want: []string{`servers.json: server "a__b": not a server name for the aggregate: it holds "__"`, `servers.json: server "c_": not a server name for the aggregate: it ends with "_"`}},
+		{name: "with --aggregate", args: []string{"--aggregate"}, file: `{"mcpServers": {"a__b": {"command": "x"}}}`, want: []string{`server "a__b": not a server name for the aggregate`}},
+		{name: "server names that differ in case", file: `{"aggregate": ["Git", "git"], "mcpServers": {"Git": {"command": "x"}, "git": {"command": "x"}}}`, want: []string{`server "git": differs from the server "Git" only in case`}},
 		{
 			name: "every error at once",
 			file: `{"mcpServers": {"a": {"command": "", "mode": "bogus"}, "b": {"command": "x", "maxSessions": -1}, "c": {"command": "x"}}}`,
@@ -265,4 +293,72 @@ func equalJSON(a, b any) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
 	return string(ja) == string(jb)
+}
+
+// TestServersFileAggregate: which servers the aggregate endpoint serves
+// (the file's "aggregate", else --aggregate), and each one's part in it;
+// a change of a server's names there leaves its fingerprint, so a reload
+// applies it without restarting the server.
+func TestServersFileAggregate(t *testing.T) {
+	environ := []string{"PATH=/usr/bin"}
+	servers := `"mcpServers": {
+	  "fs": {"command": "x", "rename": {"read_multiple_files": "read_many"}, "tools": {"allow": ["read_*"], "deny": ["*secret*"]}},
+	  "git": {"command": "y"},
+	  "not__aggregated": {"command": "z"},
+	  "off": {"command": "z", "disabled": true}}`
+	for _, tt := range []struct {
+		name      string
+		args      []string
+		aggregate string // the file's "aggregate" member, "" for none
+		want      []string
+	}{
+		{"off by default", nil, "", nil},
+		{"a list", nil, `"aggregate": ["fs", "git", "off"],`, []string{"fs", "git"}},
+		{"the file says no to the flag", []string{"--aggregate"}, `"aggregate": false,`, nil},
+		{"the file's list wins over the flag", []string{"--aggregate"}, `"aggregate": ["git"],`, []string{"git"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Load(append([]string{"--config", "servers.json"}, tt.args...), environ, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			specs, err := ParseServers("servers.json", []byte(`{`+tt.aggregate+servers+`}`), &cfg, environ)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, m := range AggregateMembers(specs) {
+				got = append(got, m.Name)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("aggregated %v, want %v", got, tt.want)
+			}
+			for _, s := range specs {
+				if s.Name == "fs" && s.Aggregate != nil {
+					want := `{"Name":"fs","Rename":{"read_multiple_files":"read_many"},"Allow":["read_*"],"Deny":["*secret*"]}`
+					if b, _ := json.Marshal(s.Aggregate); string(b) != want {
+						t.Errorf("fs's part: %s, want %s", b, want)
+					}
+				}
+			}
+		})
+	}
+	cfg, err := Load([]string{"--config", "servers.json"}, environ, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := ParseServers("servers.json", []byte(`{"aggregate": true, "mcpServers": {"fs": {"command": "x"}}}`), &cfg, environ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := ParseServers("servers.json", []byte(`{"aggregate": true, "mcpServers": {"fs": {"command": "x", "rename": {"a": "b"}, "tools": {"deny": ["c"]}}}}`), &cfg, environ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before[0].Fingerprint() != after[0].Fingerprint() {
+		t.Error("a change of the names the aggregate exposes changes the server's fingerprint")
+	}
+	if _, err := aggregate.NewNames(AggregateMembers(after)); err != nil {
+		t.Errorf("the members do not make names: %v", err)
+	}
 }

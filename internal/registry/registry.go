@@ -380,6 +380,11 @@ func (r *Registry) logLoad(msg string, p plan, ch httpapi.Changes) {
 	if closed := slices.ContainsFunc(p.mounts, func(ms httpapi.MountSpec) bool { return ms.HTTP.Auth != nil }); closed && metricsUnguarded(p.mounts) && msg == msgLoaded {
 		r.log.Warn(httpapi.MetricsClosed)
 	}
+	if m := config.AggregateMembers(p.specs); len(m) > 0 && msg == msgLoaded {
+		// Read and checked (internal/config, aggregate); the endpoint
+		// itself waits for the transports' session seams.
+		r.log.Warn("the aggregate endpoint is configured but this build does not serve it yet", "servers", len(m))
+	}
 	for _, ms := range p.mounts {
 		if ms.HTTP.Auth == nil && !r.opts.Config.Loopback() && !slices.Contains(ch.Unchanged, ms.Name) {
 			r.log.Warn("no authentication on a non-loopback address: anyone who reaches it can start processes; set --token-env, tokenEnvs or a JWT key", "server", ms.Name)

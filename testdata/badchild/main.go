@@ -77,7 +77,10 @@
 // Flags: -ignore-term, -ignore-eof, -banner, -exit-after-init, -stderr-at-start N,
 // -exit-first PATH (if PATH does not exist, create it and exit 3 as soon as the first line
 // arrives on stdin, unanswered: the first start fails, the next works), -exit-at-start
-// (always exit 3 at once), -never-init (never answer initialize).
+// (always exit 3 at once), -never-init (never answer initialize), -tool-pages N (tools/list
+// in N pages, the cursor of page k being "page-k"; a cursor it did not give is -32602),
+// -hang-lists (never answer a */list request, as a server that hangs), -notify-at-init
+// METHOD, -ask-when-idle METHOD.
 // Run as "badchild grandchild [-ignore-term] [-daemon]" it blocks until killed
 // (with -daemon it starts the daemon and exits); that is what fork starts.
 // Run as "badchild probe OP TARGET" it prints what probe would answer.
@@ -141,6 +144,8 @@ type server struct {
 	// for the asked_when_idle tool.
 	askWhenIdle   string
 	notifyAtInit  string // -notify-at-init
+	toolPages     int    // -tool-pages
+	hangLists     bool   // -hang-lists
 	askOnce       sync.Once
 	askedWhenIdle string
 }
@@ -163,6 +168,8 @@ func main() {
 	neverInit := flag.Bool("never-init", false, "never answer initialize")
 	notifyAtInit := flag.String("notify-at-init", "", "send this notification once initialized, as a server that announces its lists as it starts")
 	askWhenIdle := flag.String("ask-when-idle", "", "send the client a request of this method on its own, right after the first tools/call is answered")
+	toolPages := flag.Int("tool-pages", 1, "answer tools/list in this many pages, each with a nextCursor to the next")
+	hangLists := flag.Bool("hang-lists", false, "never answer tools/list, prompts/list, resources/list or resources/templates/list")
 	flag.Parse()
 
 	if *exitFirst != "" {
@@ -194,6 +201,8 @@ func main() {
 		neverInit:    *neverInit,
 		askWhenIdle:  *askWhenIdle,
 		notifyAtInit: *notifyAtInit,
+		toolPages:    max(*toolPages, 1),
+		hangLists:    *hangLists,
 	}
 	if *banner {
 		s.writeLine([]byte("badchild: starting up (this line is not JSON)"))
@@ -260,8 +269,10 @@ func (s *server) handle(line []byte, exitAfterInit bool) {
 		s.stateCalls = append(s.stateCalls, m.Method+" "+string(m.Params))
 		s.stateMu.Unlock()
 		s.respond(m.ID, struct{}{}, false)
+	case s.hangLists && strings.HasSuffix(m.Method, "/list"):
+		fmt.Fprintf(os.Stderr, "badchild: %s received, never answered\n", m.Method)
 	case m.Method == "tools/list":
-		s.respond(m.ID, map[string]any{"tools": toolList()}, false)
+		s.listTools(m)
 	case m.Method == "tools/call" && toolName(m.Params) == "stop_reading":
 		// Answered here, on the read loop, which then never reads again.
 		s.respond(m.ID, textResult("ok"), false)
@@ -281,6 +292,30 @@ func (s *server) handle(line []byte, exitAfterInit bool) {
 	default:
 		s.respondError(m.ID, -32601, "method not found: "+m.Method)
 	}
+}
+
+// listTools answers tools/list with the page its cursor names: the tools
+// in -tool-pages pages, the cursor of page k (from 2) "page-k". A cursor
+// it did not give is an error (-32602), as the specification asks.
+func (s *server) listTools(m message) {
+	var p struct {
+		Cursor *string `json:"cursor"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	tools := toolList()
+	page := 1
+	if p.Cursor != nil {
+		if _, err := fmt.Sscanf(*p.Cursor, "page-%d", &page); err != nil || page < 2 || page > s.toolPages || *p.Cursor != fmt.Sprintf("page-%d", page) {
+			s.respondError(m.ID, -32602, "invalid cursor")
+			return
+		}
+	}
+	per := (len(tools) + s.toolPages - 1) / s.toolPages
+	res := map[string]any{"tools": tools[min((page-1)*per, len(tools)):min(page*per, len(tools))]}
+	if page < s.toolPages {
+		res["nextCursor"] = fmt.Sprintf("page-%d", page+1)
+	}
+	s.respond(m.ID, res, false)
 }
 
 // toolName is the name of the tool a tools/call's params call.
