@@ -101,6 +101,11 @@ func (f *ToolFilter) Allowed(tool string) bool {
 	return false
 }
 
+// GlobMatch reports whether name matches pattern, as the tool policy's
+// globs do: * is any run of characters, ? one. The approval rules match
+// tools by the same globs.
+func GlobMatch(pattern, name string) bool { return globMatch(pattern, name) }
+
 // globMatch matches name against a pattern where * is any run of
 // characters (slashes and dots included: tool names are not paths) and ?
 // is one character.
