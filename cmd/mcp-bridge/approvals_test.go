@@ -51,9 +51,8 @@ func TestApprovalsProcess(t *testing.T) {
 	if !strings.Contains(p.Stderr(), "--approval-fail-open: a call that needs approval runs without one") {
 		t.Errorf("no warning of --approval-fail-open at start:\n%s", p.Stderr())
 	}
-	if !strings.Contains(p.Stderr(), "also serving approvals API (--approver)") {
-		t.Errorf("the start-up log does not list the approvals API:\n%s", p.Stderr())
-	}
+	// The URLs served are logged after the line that says it listens.
+	p.waitLog("also serving approvals API (--approver)")
 
 	s := openSessionAs(t, p.URL, apprCallerToken)
 	ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
