@@ -5,12 +5,13 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/mcp-bridge/mcp-bridge/internal/canonjson"
 )
 
 // A modern child's requestState is its own (it may encode the whole state
@@ -170,27 +171,9 @@ func (mc *ModernCall) argsDigest() [32]byte {
 	return mc.args
 }
 
-// digestArgs is the SHA-256 of the arguments' canonical JSON: keys sorted
-// (as encoding/json writes a map), no white space, strings re-encoded,
-// numbers exactly as written. So a retry that sends the same arguments in
-// another order or spacing matches, and one whose numbers differ anywhere
-// (1 and 1.0, or two integers above 2^53 that a float64 would take for
-// one) does not. Keys that fold onto each other never get here
-// (ParseBody refuses them).
-func digestArgs(args []byte) [32]byte {
-	if args == nil {
-		return sha256.Sum256(nil)
-	}
-	d := json.NewDecoder(bytes.NewReader(args))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err == nil {
-		if canon, err := json.Marshal(v); err == nil {
-			args = canon
-		}
-	}
-	return sha256.Sum256(args)
-}
+// digestArgs is the SHA-256 of the arguments' canonical JSON, by the
+// rule an approval binds a call's arguments with too (canonjson.Digest).
+func digestArgs(args []byte) [32]byte { return canonjson.Digest(args) }
 
 // Exchange names the MRTR exchange the call is a round of ("" for none):
 // its first request and every retry, whichever child serves it, have the

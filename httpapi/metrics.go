@@ -111,6 +111,9 @@ var processMetrics = sync.OnceValue(func() *prometheus.Registry {
 func newMetrics(opts Options) *metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(statsCollector{b: opts.Bridge})
+	if opts.Approvals != nil && !opts.inMounts {
+		reg.MustRegister(approvalsCollector{e: opts.Approvals})
+	}
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcp_bridge_requests_total",
 		Help: "JSON-RPC messages clients sent to the MCP endpoint, by protocol era (2025: sessions, 2026-07-28: stateless requests), method (known MCP methods, response, other) and outcome (ok, error, refused, unanswered).",

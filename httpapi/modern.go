@@ -70,12 +70,8 @@ func (h *mcpHandler) modern(w http.ResponseWriter, r *http.Request, p *post) err
 	pr := principal(r)
 	p.filter = h.opts.ToolPolicy.For(pr)
 	h.follow(p, pr, "")
-	if i := p.rec.denied(p.filter); i >= 0 {
-		name, _ := p.rec.calls[i].toolCall()
-		h.log.Info("tools/call refused by the tool policy", "tool", name, "era", eraModern)
-		p.rec.deny(i)
-		return h.answerOne(w, r, p, bridge.ErrorBody(&bridge.Error{Code: bridge.CodeInvalidParams,
-			Message: "tool " + quote(name) + " is not allowed for this principal (tool policy)", ID: p.msgs[0].ID()}))
+	if i, msg := h.refusedCall(p, pr); i >= 0 {
+		return h.answerOne(w, r, p, bridge.ErrorBody(&bridge.Error{Code: bridge.CodeInvalidParams, Message: msg, ID: p.msgs[0].ID()}))
 	}
 	if p.msgs[0].Method == "subscriptions/listen" {
 		// A listen is a stream for as long as its client keeps it: it

@@ -80,6 +80,10 @@ type MountsOptions struct {
 	// MetricsPublic opens /metrics when MetricsAuth is nil though a
 	// server's clients must authenticate (Options.MetricsPublic).
 	MetricsPublic bool
+	// Approvals, if set, serves the operators' channel of the approval
+	// engine every server holds calls on, at ApprovalsPath, and counts
+	// it in /metrics.
+	Approvals *ApprovalsAPI
 }
 
 // MountSpec is one server of the set given to Apply.
@@ -224,6 +228,12 @@ func NewMounts(opts MountsOptions) *Mounts {
 	})
 	// The registry API (registry.go), once ServeRegistry is called.
 	r.Handle("/admin/*", http.HandlerFunc(m.serveRegistry))
+	if opts.Approvals != nil && opts.Approvals.Engine != nil {
+		// The operators' channel (approvals.go), one for every server.
+		api := newApprovalsAPI(*opts.Approvals, resourceURL{}, nil)
+		r.Handle(ApprovalsPath, api)
+		r.Handle(ApprovalsPath+"/*", api)
+	}
 	if opts.Web != nil {
 		m.mountWeb(r, opts.Web)
 	}
@@ -488,6 +498,7 @@ func buildMount(s MountSpec) (*mount, error) {
 	opts.Bridge = b
 	opts.Path = MountPath(s.Name)
 	opts.SSEPath, opts.MessagePath = "", "" // beside Path
+	opts.inMounts = true
 	h, m, err := handler(opts)
 	if err != nil {
 		_ = b.Close(context.Background()) // nothing started yet but the janitor

@@ -23,6 +23,13 @@ const serverLabel = "server"
 // MetricsPublic.
 func (m *Mounts) metricsHandler() http.HandlerFunc {
 	scrape := &metrics{scrape: m.opts.MetricsAuth, log: m.opts.Logger}
+	// The approvals are the whole bridge's: counted once, unlabelled.
+	var approvals prometheus.Gatherer
+	if a := m.opts.Approvals; a != nil && a.Engine != nil {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(approvalsCollector{e: a.Engine})
+		approvals = reg
+	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		set := *m.set.Load()
 		if scrape.scrape == nil && !m.opts.MetricsPublic && slices.ContainsFunc(slices.Collect(maps.Values(set)), func(mt *mount) bool { return mt.auth }) {
@@ -38,6 +45,9 @@ func (m *Mounts) metricsHandler() http.HandlerFunc {
 			}
 		}
 		gs := prometheus.Gatherers{processMetrics()}
+		if approvals != nil {
+			gs = append(gs, approvals)
+		}
 		for name, mt := range set {
 			gs = append(gs, labelled{g: mt.metrics.own, name: name})
 		}

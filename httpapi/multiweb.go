@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/mcp-bridge/mcp-bridge/approval"
 	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 	"github.com/mcp-bridge/mcp-bridge/web"
@@ -31,6 +32,9 @@ type MountsWeb struct {
 	// (--public-url with --config): the page shows every server's
 	// endpoints under it. Empty: under the page's own URL.
 	PublicURL string
+	// Approvals, if set, puts the approval queue on the page, for
+	// approvers and Admins (with Auth).
+	Approvals *approval.Engine
 	// Context ends the feed (the process is shutting down).
 	Context      context.Context
 	KeepAlive    time.Duration
@@ -43,8 +47,8 @@ type MountsWeb struct {
 // page's server list follows reloads.
 func (m *Mounts) mountWeb(r chi.Router, opts *MountsWeb) {
 	feed := web.NewFeed(web.FeedOptions{
-		Snapshot:     func() any { return m.webSnapshot() },
-		View:         viewer{auth: opts.Auth != nil, admins: opts.Admins}.view,
+		Snapshot:     func() any { return snapshotWith(m.webSnapshot(), opts.Approvals) },
+		View:         viewer{auth: opts.Auth != nil, admins: opts.Admins, approvals: opts.Approvals}.view,
 		KeepAlive:    opts.KeepAlive,
 		WriteTimeout: opts.WriteTimeout,
 		Logger:       m.opts.Logger,

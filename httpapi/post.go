@@ -140,7 +140,9 @@ func (h *mcpHandler) initialize(r *http.Request, p *post) (*bridge.Session, *bri
 
 // admit is what a POST to a session must pass, whichever transport
 // brought it (sess is nil in stateless mode, which has none): the version
-// header, batching only in the version that has it, and the tool policy.
+// header, batching only in the version that has it, the tool policy, and
+// the approval rules (a call that needs a human's yes is refused until
+// the transports hold it: refuseHeld).
 // From here the audit log follows the POST's requests. A denied tools/call
 // comes back as the JSON-RPC error that answers it, for the transport to
 // send as it sends answers; a batch that holds one is refused whole (403),
@@ -161,18 +163,31 @@ func (h *mcpHandler) admit(r *http.Request, p *post, sess *bridge.Session) (refu
 	pr := principal(r)
 	p.filter = h.opts.ToolPolicy.For(pr)
 	h.follow(p, pr, id)
-	i := p.rec.denied(p.filter)
+	i, msg := h.refusedCall(p, pr)
 	if i < 0 {
 		return nil, nil
 	}
-	name, _ := p.rec.calls[i].toolCall()
-	h.log.Info("tools/call refused by the tool policy", "tool", name)
-	msg := "tool " + quote(name) + " is not allowed for this principal (tool policy)"
-	p.rec.deny(i)
 	if p.batch {
 		return nil, &httpError{status: http.StatusForbidden, code: bridge.CodeInvalidParams, msg: "Forbidden: " + msg}
 	}
 	return bridge.ErrorBody(&bridge.Error{Code: bridge.CodeInvalidParams, Message: msg, ID: p.msgs[i].ID()}), nil
+}
+
+// refusedCall finds the first tools/call of the POST that the tool policy
+// denies to pr, else the first that needs a human's yes (which is refused
+// until the transports hold it), records it denied, and returns its index
+// and what its client is told; -1 when the POST has none.
+func (h *mcpHandler) refusedCall(p *post, pr auth.Principal) (int, string) {
+	if i := p.rec.denied(p.filter); i >= 0 {
+		name, _ := p.rec.calls[i].toolCall()
+		h.log.Info("tools/call refused by the tool policy", "tool", name, "era", p.rec.era)
+		p.rec.deny(i)
+		return i, "tool " + quote(name) + " is not allowed for this principal (tool policy)"
+	}
+	if i, rule := p.rec.heldCall(h.opts.Approval, pr); i >= 0 {
+		return i, h.refuseHeld(p, i, rule)
+	}
+	return -1, ""
 }
 
 // checkVersion: "If the server receives a request with an invalid or

@@ -24,6 +24,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/mcp-bridge/mcp-bridge/approval"
 	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 )
@@ -156,6 +157,18 @@ type Options struct {
 	// nil allows every tool. A denied tools/call never reaches the child,
 	// and tools/list results lose the tools the principal may not call.
 	ToolPolicy *auth.ToolPolicy
+	// Approval marks the tools/call requests that need a human's yes
+	// before they reach the child (--tool-approve, a server's
+	// toolApprove), decided after ToolPolicy. Nil: none does. Such a
+	// call is held on Approvals (approval.Engine.Decide) by the
+	// transports that can hold one; the others refuse it, saying why,
+	// so it never reaches the child without a yes.
+	Approval *approval.Policy
+	// Approvals is the bridge's approval engine, one for the process.
+	// A handler of its own (not a server of Mounts, which serves it for
+	// all) serves its operators' channel at ApprovalsPath, behind Auth,
+	// to its approvers and Admins, and counts it in /metrics.
+	Approvals *approval.Engine
 	// MetricsAuth, if set, authenticates every scrape of /metrics
 	// (auth.TokensFromEnv of one variable: a token of its own, for the
 	// scraper); a scrape it refuses gets 401 with a Bearer challenge.
@@ -197,7 +210,12 @@ type Options struct {
 	// every page's feed is closed and the goroutine that feeds them
 	// stops. Pass the context whose end starts the bridge's shutdown.
 	// Default context.Background(): the feed lives as long as the process.
+	// The operators' approval streams end with it too.
 	Context context.Context
+
+	// inMounts: a server of Mounts, which serves the operators' channel
+	// and its metrics once for every server.
+	inMounts bool
 }
 
 // Handler returns the bridge's HTTP handler: the options with their
@@ -235,6 +253,9 @@ func (o Options) Endpoints() []Endpoint {
 	}
 	if o.Web {
 		out = append(out, Endpoint{"web page", "/"})
+	}
+	if o.Approvals != nil && o.Approvals.Operators() && o.Auth != nil {
+		out = append(out, Endpoint{"approvals API (--approver)", ApprovalsPath})
 	}
 	return append(out, Endpoint{"metrics (Prometheus)", "/metrics"})
 }
@@ -333,6 +354,12 @@ func routes(opts Options) (http.Handler, *metrics, error) {
 		}
 	}
 	r.Group(func(r chi.Router) { h.mcpRoutes(r, resource) })
+	if api := h.approvalsAPI(resource); api != nil {
+		// The operators' channel (approvals.go), behind its own
+		// authentication: it is no MCP endpoint, and has no limits.
+		r.Handle(ApprovalsPath, api)
+		r.Handle(ApprovalsPath+"/*", api)
+	}
 	if opts.Web {
 		// The web page (web.go): public assets, an authenticated feed.
 		if err := h.mountWeb(r, resource); err != nil {
@@ -341,6 +368,17 @@ func routes(opts Options) (http.Handler, *metrics, error) {
 	}
 	r.MethodNotAllowed(h.methodNotAllowed)
 	return r, m, nil
+}
+
+// approvalsAPI is the operators' channel this handler serves, nil for
+// none: no engine, or a server of Mounts.
+func (h *mcpHandler) approvalsAPI(resource resourceURL) *approvalsAPI {
+	opts := h.opts
+	if opts.Approvals == nil || opts.inMounts {
+		return nil
+	}
+	return newApprovalsAPI(ApprovalsAPI{Engine: opts.Approvals, Auth: opts.Auth, Readers: opts.Admins, KeepAlive: opts.KeepAlive,
+		WriteTimeout: opts.WriteTimeout, Logger: opts.Logger, Context: opts.Context}, resource, opts.Scopes)
 }
 
 // mcpRoutes serves the MCP endpoints on r, behind authentication and the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/mcp-bridge/mcp-bridge/approval"
 	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 	"github.com/mcp-bridge/mcp-bridge/web"
@@ -39,9 +40,9 @@ func (h *mcpHandler) mountWeb(r chi.Router, resource resourceURL) error {
 			if opts.Stateless {
 				s.Mode = "stateless" // the bridge serves it on its shared child, whatever its mode
 			}
-			return webSnapshot(s)
+			return snapshotWith(webSnapshot(s), opts.Approvals)
 		},
-		View:         viewer{auth: opts.Auth != nil, admins: opts.Admins}.view,
+		View:         viewer{auth: opts.Auth != nil, admins: opts.Admins, approvals: opts.Approvals}.view,
 		KeepAlive:    opts.KeepAlive,
 		WriteTimeout: opts.WriteTimeout,
 		Logger:       opts.Logger,
@@ -109,21 +110,32 @@ func webSnapshot(s bridge.Snapshot) bridge.Snapshot {
 
 // viewer decides what each page of the feed sees.
 type viewer struct {
-	auth   bool          // the feed is authenticated
-	admins auth.Subjects // principals who see everything
+	auth      bool             // the feed is authenticated
+	admins    auth.Subjects    // principals who see everything
+	approvals *approval.Engine // nil: no approval queue
 }
 
-// view is what the page that sent r may see of snap (a bridge.Snapshot):
+// view is what the page that sent r may see of snap (a liveSnapshot):
 // everything for an admin, and for everyone on a bridge without
 // authentication (one anonymous principal owns every session); else
-// what bridge.Snapshot.For lets its principal see.
+// what bridge.Snapshot.For lets its principal see. The approval queue is
+// for approvers and admins only, and only with authentication: deciding
+// needs to know who decides.
 func (v viewer) view(r *http.Request, snap any) any {
-	s := snap.(bridge.Snapshot)
+	ls := snap.(liveSnapshot)
 	p := principal(r)
-	if !v.auth || v.admins.Match(p) {
-		return s
+	out := liveView{Snapshot: ls.Snapshot}
+	if v.auth && !v.admins.Match(p) {
+		out.Snapshot = ls.Snapshot.For(p.Key())
 	}
-	return s.For(p.Key())
+	if e := v.approvals; e != nil && v.auth && (v.admins.Match(p) || e.MayDecide(p)) {
+		q := &pageApprovals{Alive: make([]shownApproval, len(ls.Approvals)), Approver: e.MayDecide(p)}
+		for i, a := range ls.Approvals {
+			q.Alive[i] = showApproval(e, a, p)
+		}
+		out.Approvals = q
+	}
+	return out
 }
 
 // idPrefix is the first 8 characters of a session id: 48 of its 128 bits.

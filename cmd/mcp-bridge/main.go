@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-bridge/mcp-bridge/approval"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
 	"github.com/mcp-bridge/mcp-bridge/internal/config"
@@ -124,6 +125,10 @@ func run(ctx, force context.Context, args, environ []string, stdout, stderr io.W
 	}
 	defer closeAudit()
 	hopts.Context = ctx // its end starts the shutdown: the web page's feed closes then
+	// At shutdown every call still waiting for a human is denied, and the
+	// operators' streams end.
+	defer context.AfterFunc(ctx, hopts.Approvals.Close)()
+	defer hopts.Approvals.Close()
 
 	cont, why, err := cfg.Contain()
 	if err != nil {
@@ -167,6 +172,18 @@ func endpoint(authCtx context.Context, cfg *config.Config, environ []string, std
 		audit = &lockedWriter{w: audit}
 	}
 	hopts.Audit, hopts.Logger = audit, log
+	aopts, err := cfg.Approvals()
+	if err != nil {
+		return hopts, nil, err
+	}
+	aopts.Logger = log
+	if audit != nil {
+		aopts.Observe = httpapi.ApprovalAudit(audit, nil)
+	}
+	if aopts.FailOpen {
+		log.Warn("--approval-fail-open: a call that needs approval runs without one when nobody can be asked (its client cannot be asked, and no --approver is set)")
+	}
+	hopts.Approvals = approval.New(aopts)
 	return hopts, closeAudit, nil
 }
 
@@ -267,6 +284,9 @@ func serveServers(ctx, force context.Context, cfg *config.Config, environ []stri
 		log.Info("also serving metrics (Prometheus), every server's", "url", base+"/metrics")
 		if len(writers) > 0 {
 			log.Info("also serving the registry API (--registry-admin)", "url", base+httpapi.RegistryPath)
+		}
+		if hopts.Auth != nil && hopts.Approvals.Operators() {
+			log.Info("also serving the approvals API (--approver)", "url", base+httpapi.ApprovalsPath)
 		}
 		// From now on a reload logs the URLs of the servers it starts.
 		go reloadOn(ctx, reg, hup, cfg.ConfigFile, log)

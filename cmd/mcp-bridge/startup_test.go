@@ -281,6 +281,8 @@ func TestFlagErrorsShowNoValue(t *testing.T) {
 		"auth-server":       {value: secret},
 		"tool-allow":        {value: secret},
 		"tool-deny":         {value: secret},
+		"tool-approve":      {value: secret},
+		"approver":          {value: secret},
 		"audit-log":         {value: "/nonexistent/" + secret},
 		"admin":             {value: secret},
 		"registry-admin":    {value: secret},

@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-bridge/mcp-bridge/approval"
 	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
@@ -97,6 +98,10 @@ func (c *Config) HTTP() (httpapi.Options, error) {
 	if err != nil {
 		return httpapi.Options{}, err
 	}
+	approve, err := r.approvalPolicy("", r.TrustAnnotations)
+	if err != nil {
+		return httpapi.Options{}, err
+	}
 	return httpapi.Options{
 		Path:             *r.Path,
 		SSEPath:          r.SSEPath,
@@ -124,6 +129,7 @@ func (c *Config) HTTP() (httpapi.Options, error) {
 		RateLimit:               r.RateLimit,
 		RateBurst:               r.RateBurst,
 		ToolPolicy:              policy,
+		Approval:                approve,
 		Admins:                  admins,
 		AuditArguments:          r.AuditArguments,
 	}, nil
@@ -170,7 +176,14 @@ func (c *Config) MountsOptions(ho httpapi.Options, log *slog.Logger) httpapi.Mou
 	}
 	if ho.Web {
 		// One page serves every server.
-		mo.Web = &httpapi.MountsWeb{Auth: ho.Auth, Admins: ho.Admins, PublicURL: ho.PublicURL, Context: ho.Context, KeepAlive: ho.KeepAlive, WriteTimeout: ho.WriteTimeout}
+		mo.Web = &httpapi.MountsWeb{Auth: ho.Auth, Admins: ho.Admins, PublicURL: ho.PublicURL, Context: ho.Context, KeepAlive: ho.KeepAlive, WriteTimeout: ho.WriteTimeout,
+			Approvals: ho.Approvals}
+	}
+	if ho.Approvals != nil {
+		// One operators' channel for every server, behind the bridge-wide
+		// authentication.
+		mo.Approvals = &httpapi.ApprovalsAPI{Engine: ho.Approvals, Auth: ho.Auth, Readers: ho.Admins, KeepAlive: ho.KeepAlive,
+			WriteTimeout: ho.WriteTimeout, Logger: log, Context: ho.Context}
 	}
 	return mo
 }
@@ -423,6 +436,44 @@ func (c *Config) toolPolicy() (*auth.ToolPolicy, error) {
 		}
 	}
 	return auth.NewToolPolicy(rules), nil
+}
+
+// approvalPolicy parses --tool-approve into the approval rules of server
+// (its name; "" for the command after --), nil without rules.
+func (c *Config) approvalPolicy(server string, trusted bool) (*approval.Policy, error) {
+	rules := make([]approval.Rule, 0, len(c.ToolApprove))
+	for i, s := range c.ToolApprove {
+		r, err := approval.ParseRule(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s%w", describe("ToolApprove"), entry(i, len(c.ToolApprove)), err)
+		}
+		rules = append(rules, r)
+	}
+	return approval.NewPolicy(server, rules, trusted), nil
+}
+
+// Approvals are the settings of the approval engine: the caller sets
+// what only the running bridge has (Observe: the audit log; Logger) and
+// makes it (approval.New). The error is for a Config that Validate would
+// refuse.
+func (c *Config) Approvals() (approval.Options, error) {
+	r := c.withDefaults()
+	var approvers auth.Subjects
+	for i, a := range r.Approvers {
+		s, err := auth.ParseSubject(a)
+		if err != nil {
+			return approval.Options{}, invalid("Approvers", "%s%v", entry(i, len(r.Approvers)), err)
+		}
+		approvers = append(approvers, s)
+	}
+	return approval.Options{
+		Timeout:                *r.ApprovalTimeout,
+		MaxPending:             *r.MaxApprovals,
+		MaxPendingPerPrincipal: *r.MaxApprovalsPerPrincipal,
+		Approvers:              approvers,
+		SeparateApprover:       r.ApprovalSeparateApprover,
+		FailOpen:               r.ApprovalFailOpen,
+	}, nil
 }
 
 // RegistryWriters parses --registry-admin: who may change the servers

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-bridge/mcp-bridge/approval"
 	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
@@ -103,6 +104,9 @@ func TestHTTP(t *testing.T) {
 			check: func(t *testing.T, o httpapi.Options) {
 				policy, admins := o.ToolPolicy, o.Admins
 				o.ToolPolicy, o.Admins = nil, nil
+				if o.Approval != nil {
+					t.Error("an approval policy without --tool-approve")
+				}
 				want := httpapi.Options{
 					Path: "/api/mcp", SSEPath: "/api/events", MessagePath: "/api/post", DisableLegacySSE: true,
 					MaxBodyBytes: 10, ResponseMode: "json", Stateless: true, SSEDelay: time.Second, KeepAlive: time.Minute,
@@ -251,6 +255,77 @@ func TestMount(t *testing.T) {
 	}
 }
 
+// TestApprovalSettings: the approval rules of the command after -- and of
+// each --config server (the flags' first, then the server's own, with its
+// trust), and the engine's settings.
+func TestApprovalSettings(t *testing.T) {
+	alice := auth.Principal{Method: auth.MethodToken, Name: "ALICE"}
+	c := Config{ToolApprove: []string{"*=delete_*", "*=*@destructiveHint"}, TrustAnnotations: true, Approvers: []string{"token:OPS", "scope:approvals:write"},
+		ApprovalTimeout: ptr(time.Minute), MaxApprovals: ptr(50), MaxApprovalsPerPrincipal: ptr(5), ApprovalSeparateApprover: true, ApprovalFailOpen: true}
+	ho, err := c.HTTP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := ho.Approval; p == nil || !p.Trusted() || p.Server() != "" || p.Catalog() == nil {
+		t.Fatalf("the command's policy: %+v", p)
+	}
+	ho.Approval.Catalog().Learn([]byte(`{"tools":[{"name":"ls","annotations":{"readOnlyHint":true}}]}`))
+	for tool, held := range map[string]bool{"delete_x": true, "ls": false, "write": true} {
+		if _, got := ho.Approval.Needs(alice, tool); got != held {
+			t.Errorf("%s: held %v, want %v", tool, got, held)
+		}
+	}
+	ao, err := c.Approvals()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := auth.Principal{Method: auth.MethodJWT, Name: "x", Scopes: []string{"approvals:write"}}
+	if ao.Timeout != time.Minute || ao.MaxPending != 50 || ao.MaxPendingPerPrincipal != 5 || !ao.SeparateApprover || !ao.FailOpen ||
+		!ao.Approvers.Match(ops) || ao.Approvers.Match(alice) {
+		t.Errorf("engine settings: %+v", ao)
+	}
+	if ao, _ := (&Config{}).Approvals(); ao.Timeout != 2*time.Minute || ao.MaxPending != 1000 || ao.MaxPendingPerPrincipal != 20 || ao.Approvers != nil || ao.FailOpen {
+		t.Errorf("default engine settings: %+v", ao)
+	}
+	if ho, _ := (&Config{}).HTTP(); ho.Approval != nil {
+		t.Error("a policy without rules")
+	}
+
+	// A --config server: the flags' rules and its own, its own trust.
+	c = Config{ToolApprove: []string{"*=delete_*"}}
+	ho, _ = c.HTTP()
+	for _, tt := range []struct {
+		sp        ServerSpec
+		trusted   bool
+		readHeld  bool
+		writeHeld bool
+	}{
+		{ServerSpec{Name: "fs", Command: []string{"fs"}, ToolApprove: []string{"*=*@!readOnlyHint"}, Trusted: true}, true, false, true},
+		{ServerSpec{Name: "other", Command: []string{"o"}, ToolApprove: []string{"*=*@!readOnlyHint"}}, false, true, true},
+		{ServerSpec{Name: "plain", Command: []string{"p"}}, false, false, false},
+	} {
+		ms, err := c.Mount(tt.sp, c.Bridge(nil, nil), ho, nil, slog.Default())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := ms.HTTP.Approval
+		if p.Server() != tt.sp.Name || p.Trusted() != tt.trusted {
+			t.Errorf("%s: policy of %q, trusted %v", tt.sp.Name, p.Server(), p.Trusted())
+		}
+		if cat := p.Catalog(); cat != nil {
+			cat.Learn([]byte(`{"tools":[{"name":"read","annotations":{"readOnlyHint":true}}]}`))
+		}
+		for tool, want := range map[string]bool{"read": tt.readHeld, "write": tt.writeHeld, "delete_x": true} {
+			if _, held := p.Needs(alice, tool); held != want {
+				t.Errorf("%s: %s held %v, want %v", tt.sp.Name, tool, held, want)
+			}
+		}
+	}
+	if ho.Approval.Server() != "" {
+		t.Error("Mount changed the options it was given")
+	}
+}
+
 // TestMountsOptions: one page for every server, when the page is on.
 func TestMountsOptions(t *testing.T) {
 	for _, web := range []bool{true, false} {
@@ -260,8 +335,14 @@ func TestMountsOptions(t *testing.T) {
 			t.Fatal(err)
 		}
 		mo := c.MountsOptions(ho, slog.Default())
-		if (mo.Web != nil) != web || mo.DrainTimeout != time.Minute || mo.StopTimeout != 3*time.Second || !mo.LoopbackOnly {
+		if (mo.Web != nil) != web || mo.DrainTimeout != time.Minute || mo.StopTimeout != 3*time.Second || !mo.LoopbackOnly || mo.Approvals != nil {
 			t.Errorf("--web=%v: %+v", web, mo)
+		}
+		// The approvals' channel, once for every server, and on the page.
+		ho.Approvals = approval.New(approval.Options{})
+		mo = c.MountsOptions(ho, slog.Default())
+		if mo.Approvals == nil || mo.Approvals.Engine != ho.Approvals || web && mo.Web.Approvals != ho.Approvals {
+			t.Errorf("--web=%v, an engine: %+v", web, mo)
 		}
 	}
 }

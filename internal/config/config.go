@@ -24,6 +24,7 @@ import (
 	"github.com/caarlos0/env/v11"
 
 	"github.com/mcp-bridge/mcp-bridge/aggregate"
+	"github.com/mcp-bridge/mcp-bridge/approval"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
 	"github.com/mcp-bridge/mcp-bridge/stdio"
@@ -137,8 +138,17 @@ type Config struct {
 	RateBurst               int      `env:"RATE_BURST" flag:"rate-burst" meta:"N" group:"principals" help:"requests one principal may send at once above --rate-limit (0: one second's worth)"`
 	ToolAllow               []string `env:"TOOL_ALLOW" envSeparator:"," flag:"tool-allow" meta:"SUBJECT=GLOB" group:"principals" help:"the tools SUBJECT (*, scope:NAME, token:NAME, jwt:SUB or a principal name) may list and call; once a subject has allow rules, other tools are denied to it (repeatable)"`
 	ToolDeny                []string `env:"TOOL_DENY" envSeparator:"," flag:"tool-deny" meta:"SUBJECT=GLOB" group:"principals" help:"tools SUBJECT may neither list nor call; deny wins over allow (repeatable)"`
-	AuditLog                string   `env:"AUDIT_LOG" flag:"audit-log" meta:"FILE" group:"log" help:"file to append one JSON line per request to (principal, session, method, tool, outcome, duration); - for stdout"`
-	AuditArguments          bool     `env:"AUDIT_ARGUMENTS" flag:"audit-arguments" group:"log" help:"add tools/call arguments to the audit log (they may hold personal data or secrets)"`
+	// A human's yes before risky tools run (docs/approvals.md).
+	ToolApprove              []string       `env:"TOOL_APPROVE" envSeparator:"," flag:"tool-approve" meta:"SUBJECT=GLOB" group:"approvals" help:"tools whose calls by SUBJECT (as --tool-allow) wait for a human's yes before they run, decided after --tool-allow and --tool-deny; GLOB@HINT holds only the tools a trusted server marks with the annotation HINT (destructiveHint, readOnlyHint, idempotentHint, openWorldHint; @!HINT: marked not so) (repeatable)"`
+	TrustAnnotations         bool           `env:"TRUST_ANNOTATIONS" flag:"trust-annotations" group:"approvals" help:"believe the tool annotations of the server after --, so that a --tool-approve rule's @HINT can spare one of its tools (--config servers: \"trusted\": true); without it, a rule with a hint holds every tool its glob matches"`
+	Approvers                []string       `env:"APPROVERS" envSeparator:"," flag:"approver" meta:"SUBJECT" group:"approvals" help:"SUBJECT (as --admin; scope:approvals:write for JWTs with that scope) who may approve or deny held calls through /approvals and the web page (repeatable); --admin subjects may only see them"`
+	ApprovalTimeout          *time.Duration `env:"APPROVAL_TIMEOUT" flag:"approval-timeout" meta:"DURATION" group:"approvals" help:"how long a held call waits for a decision; then it is denied as expired and never reaches the server"`
+	ApprovalSeparateApprover bool           `env:"APPROVAL_SEPARATE_APPROVER" flag:"approval-separate-approver" group:"approvals" help:"nobody approves a call of their own: an approver who made the call is refused, and the caller's user is never asked"`
+	ApprovalFailOpen         bool           `env:"APPROVAL_FAIL_OPEN" flag:"approval-fail-open" group:"approvals" help:"run a held call that nobody could be asked about (its client cannot be asked and no --approver is set) instead of denying it; a denial or an expiry still denies; logged as a warning at start"`
+	MaxApprovals             *int           `env:"MAX_APPROVALS" flag:"max-approvals" meta:"N" group:"approvals" help:"most calls held for approval at once; past it a call is refused at once, saying so"`
+	MaxApprovalsPerPrincipal *int           `env:"MAX_APPROVALS_PER_PRINCIPAL" flag:"max-approvals-per-principal" meta:"N" group:"approvals" help:"most calls of one principal held for approval at once; past it a call is refused at once, saying so"`
+	AuditLog                 string         `env:"AUDIT_LOG" flag:"audit-log" meta:"FILE" group:"log" help:"file to append one JSON line per request to (principal, session, method, tool, outcome, duration), and one per step of an approval; - for stdout"`
+	AuditArguments           bool           `env:"AUDIT_ARGUMENTS" flag:"audit-arguments" group:"log" help:"add tools/call arguments to the audit log (they may hold personal data or secrets)"`
 
 	// Who sees what of the others (docs/web-page.md, docs/operations.md).
 	Admins          []string `env:"ADMINS" envSeparator:"," flag:"admin" meta:"SUBJECT" group:"web" help:"SUBJECT (*, scope:NAME, token:NAME, jwt:SUB or a principal name) who sees every session and child on the web page, stderr included; others see their own (repeatable)"`
@@ -162,6 +172,7 @@ var Groups = []struct{ Name, Title string }{
 	{"limits", "Limits"},
 	{"auth", "Authentication"},
 	{"principals", "Per-principal limits and tool policy"},
+	{"approvals", "Approvals"},
 	{"modern", "MCP 2026-07-28 clients"},
 	{"web", "Web page and metrics"},
 	{"log", "Logs and audit"},
@@ -176,39 +187,42 @@ var CommonFlags = []string{"port", "host", "token-env", "config", "mode"}
 // the package that interprets the setting. --help shows these values.
 func Defaults() Config {
 	return Config{
-		Host:                   ptr(DefaultHost),
-		Port:                   ptr(DefaultPort),
-		Path:                   ptr(httpapi.DefaultPath),
-		LegacySSE:              ptr(DefaultLegacySSE),
-		Mode:                   ptr(bridge.ModePerSession),
-		SpawnQueue:             ptr(bridge.DefaultSpawnQueue),
-		ResponseMode:           ptr(httpapi.ModeAuto),
-		SSEDelay:               ptr(httpapi.DefaultSSEDelay),
-		MaxBodyBytes:           ptr[int64](httpapi.DefaultMaxBodyBytes),
-		MaxMessageBytes:        ptr(stdio.DefaultMaxLineBytes),
-		MaxSessions:            ptr(bridge.DefaultMaxSessions),
-		IdleTimeout:            ptr(bridge.DefaultIdleTimeout),
-		UnreachableTimeout:     ptr(bridge.DefaultUnreachableTimeout),
-		RequestTimeout:         ptr(bridge.DefaultRequestTimeout),
-		InitTimeout:            ptr(bridge.DefaultInitTimeout),
-		QueueLimit:             ptr(bridge.DefaultQueueLimit),
-		EventLogEvents:         ptr(bridge.DefaultEventLogEvents),
-		EventLogBytes:          ptr(bridge.DefaultEventLogBytes),
-		StopGrace:              ptr(stdio.DefaultStopGrace),
-		Containment:            ptr(string(stdio.ContainAuto)),
-		ShutdownTimeout:        ptr(DefaultShutdownTimeout),
-		ReadTimeout:            ptr(httpapi.DefaultReadTimeout),
-		KeepAlive:              ptr(httpapi.DefaultKeepAlive),
-		Web:                    ptr(DefaultWeb),
-		Modern:                 ptr(DefaultModern),
-		ChildProtocol:          ptr(bridge.ChildProtocolAuto),
-		InputTTL:               ptr(bridge.DefaultInputTTL),
-		MaxParked:              ptr(bridge.DefaultMaxParked),
-		MaxStreamsPerPrincipal: ptr(httpapi.DefaultMaxStreamsPerPrincipal),
-		SandboxEnforce:         ptr(stdio.EnforceRequired),
-		LogFormat:              ptr(DefaultLogFormat),
-		LogLevel:               ptr(DefaultLogLevel),
-		AggregateListTimeout:   ptr(aggregate.DefaultListTimeout),
+		Host:                     ptr(DefaultHost),
+		Port:                     ptr(DefaultPort),
+		Path:                     ptr(httpapi.DefaultPath),
+		LegacySSE:                ptr(DefaultLegacySSE),
+		Mode:                     ptr(bridge.ModePerSession),
+		SpawnQueue:               ptr(bridge.DefaultSpawnQueue),
+		ResponseMode:             ptr(httpapi.ModeAuto),
+		SSEDelay:                 ptr(httpapi.DefaultSSEDelay),
+		MaxBodyBytes:             ptr[int64](httpapi.DefaultMaxBodyBytes),
+		MaxMessageBytes:          ptr(stdio.DefaultMaxLineBytes),
+		MaxSessions:              ptr(bridge.DefaultMaxSessions),
+		IdleTimeout:              ptr(bridge.DefaultIdleTimeout),
+		UnreachableTimeout:       ptr(bridge.DefaultUnreachableTimeout),
+		RequestTimeout:           ptr(bridge.DefaultRequestTimeout),
+		InitTimeout:              ptr(bridge.DefaultInitTimeout),
+		QueueLimit:               ptr(bridge.DefaultQueueLimit),
+		EventLogEvents:           ptr(bridge.DefaultEventLogEvents),
+		EventLogBytes:            ptr(bridge.DefaultEventLogBytes),
+		StopGrace:                ptr(stdio.DefaultStopGrace),
+		Containment:              ptr(string(stdio.ContainAuto)),
+		ShutdownTimeout:          ptr(DefaultShutdownTimeout),
+		ReadTimeout:              ptr(httpapi.DefaultReadTimeout),
+		KeepAlive:                ptr(httpapi.DefaultKeepAlive),
+		Web:                      ptr(DefaultWeb),
+		Modern:                   ptr(DefaultModern),
+		ChildProtocol:            ptr(bridge.ChildProtocolAuto),
+		InputTTL:                 ptr(bridge.DefaultInputTTL),
+		MaxParked:                ptr(bridge.DefaultMaxParked),
+		ApprovalTimeout:          ptr(approval.DefaultTimeout),
+		MaxApprovals:             ptr(approval.DefaultMaxPending),
+		MaxApprovalsPerPrincipal: ptr(approval.DefaultMaxPendingPerPrincipal),
+		MaxStreamsPerPrincipal:   ptr(httpapi.DefaultMaxStreamsPerPrincipal),
+		SandboxEnforce:           ptr(stdio.EnforceRequired),
+		LogFormat:                ptr(DefaultLogFormat),
+		LogLevel:                 ptr(DefaultLogLevel),
+		AggregateListTimeout:     ptr(aggregate.DefaultListTimeout),
 	}
 }
 

@@ -83,6 +83,15 @@ var rules = []rule{
 	{"tool rules", checkToolRules},
 	{"audit-arguments", checkAuditArguments},
 
+	// A human's yes before risky tools run.
+	{"tool-approve", checkApproveRules},
+	{"approver", checkApprovers},
+	{"approver needs authentication", checkApproversNeedAuth},
+	{"approval-timeout", positive("must be greater than zero", "ApprovalTimeout")},
+	{"max-approvals", positive("must be greater than zero", "MaxApprovals", "MaxApprovalsPerPrincipal")},
+	{"separate approver needs approvers", checkSeparateApprover},
+	{"trust-annotations is for the command", checkTrustAnnotations},
+
 	// Who sees what of the others.
 	{"admin", checkAdmins},
 	{"admin needs authentication", checkAdminsNeedAuth},

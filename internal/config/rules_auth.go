@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/mcp-bridge/mcp-bridge/approval"
 	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
 )
@@ -179,5 +180,44 @@ func checkMetricsPublic(c *Config, bad report) {
 func checkMetricsTokenEnv(c *Config, bad report) {
 	if n := c.MetricsTokenEnv; n != "" && (!envName.MatchString(n) || strings.HasPrefix(n, EnvPrefix)) {
 		bad("MetricsTokenEnv", "not a valid variable name outside %s*: the flag takes the NAME of a variable that holds a token, never the token", EnvPrefix)
+	}
+}
+
+func checkApproveRules(c *Config, bad report) {
+	for i, r := range c.ToolApprove {
+		if _, err := approval.ParseRule(r); err != nil {
+			bad("ToolApprove", "%s%v", entry(i, len(c.ToolApprove)), err)
+		}
+	}
+}
+
+func checkApprovers(c *Config, bad report) {
+	for i, a := range c.Approvers {
+		if _, err := auth.ParseSubject(a); err != nil {
+			bad("Approvers", "%s%v", entry(i, len(c.Approvers)), err)
+		}
+	}
+}
+
+// An approver lets calls reach a server that the operator held back:
+// never the anonymous principal of a bridge without authentication.
+func checkApproversNeedAuth(c *Config, bad report) {
+	if len(c.Approvers) > 0 && !c.authenticates() {
+		bad("Approvers", "approving calls needs authentication (--token-env or a JWT key): without it, anyone who reaches the port could approve any call")
+	}
+}
+
+// With the caller never asked, only an approver can say yes.
+func checkSeparateApprover(c *Config, bad report) {
+	if c.ApprovalSeparateApprover && len(c.Approvers) == 0 {
+		bad("ApprovalSeparateApprover", "nobody could approve a call: the caller's user is the caller, and no --approver is set")
+	}
+}
+
+// A --config server's trust is its own ("trusted"), never a flag's for
+// all of them.
+func checkTrustAnnotations(c *Config, bad report) {
+	if c.TrustAnnotations && c.ConfigFile != "" {
+		bad("TrustAnnotations", `with --config, mark each server whose annotations you trust with "trusted": true in the file`)
 	}
 }

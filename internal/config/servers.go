@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/mcp-bridge/mcp-bridge/aggregate"
+	"github.com/mcp-bridge/mcp-bridge/approval"
 	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
@@ -65,9 +66,13 @@ type serverEntry struct {
 	Prespawn    *int     `json:"prespawn"`
 	IdleTimeout string   `json:"idleTimeout"`
 	MaxSessions *int     `json:"maxSessions"`
-	TokenEnvs   []string `json:"tokenEnvs"` // added to --token-env
-	ToolAllow   []string `json:"toolAllow"` // added to --tool-allow
-	ToolDeny    []string `json:"toolDeny"`  // added to --tool-deny
+	TokenEnvs   []string `json:"tokenEnvs"`   // added to --token-env
+	ToolAllow   []string `json:"toolAllow"`   // added to --tool-allow
+	ToolDeny    []string `json:"toolDeny"`    // added to --tool-deny
+	ToolApprove []string `json:"toolApprove"` // added to --tool-approve
+	// Trusted: the server's tool annotations are believed, so that an
+	// approval rule's hint can spare one of its tools.
+	Trusted bool `json:"trusted"`
 
 	Sandbox *sandboxEntry `json:"sandbox"` // the --sandbox* flags (sandbox.go)
 	SHA256  string        `json:"sha256"`  // replaces --pin-sha256
@@ -93,6 +98,8 @@ type ServerSpec struct {
 	TokenEnvs   []string // accepted besides --token-env
 	ToolAllow   []string // after --tool-allow
 	ToolDeny    []string // after --tool-deny
+	ToolApprove []string // after --tool-approve
+	Trusted     bool
 	// Sandbox is the server's sandbox and pin, nil for none.
 	Sandbox *stdio.Sandbox
 	// Aggregate is the server's part in the aggregate endpoint, nil when
@@ -305,6 +312,8 @@ func resolveServer(name string, e serverEntry, c *Config) ServerSpec {
 		TokenEnvs:   uniq(nil, e.TokenEnvs),
 		ToolAllow:   e.ToolAllow,
 		ToolDeny:    e.ToolDeny,
+		ToolApprove: e.ToolApprove,
+		Trusted:     e.Trusted,
 	}
 	switch {
 	case e.Prespawn != nil:
@@ -525,6 +534,11 @@ func checkServerToolRules(sc *serverCheck, bad fieldReport) {
 			}
 		}
 	}
+	for i, r := range sc.e.ToolApprove {
+		if _, err := approval.ParseRule(r); err != nil {
+			bad("toolApprove", "%s%v", entry(i, len(sc.e.ToolApprove)), err)
+		}
+	}
 }
 
 // childVarProblem says what is wrong with name as a variable of a
@@ -735,6 +749,10 @@ func (c *Config) Mount(sp ServerSpec, bc bridge.Config, ho httpapi.Options, envi
 		return httpapi.MountSpec{}, err
 	}
 	ho.ToolPolicy = policy
+	own.ToolApprove = append(slices.Clone(c.ToolApprove), sp.ToolApprove...)
+	if ho.Approval, err = own.approvalPolicy(sp.Name, sp.Trusted); err != nil {
+		return httpapi.MountSpec{}, err
+	}
 	if c.PublicURL != "" {
 		// --public-url is the bridge's base URL here; each server's
 		// endpoint is its own resource.

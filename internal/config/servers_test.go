@@ -128,6 +128,9 @@ func TestServersFileInvalid(t *testing.T) {
 		{name: "sandbox field unknown", file: `{"mcpServers": {"a": {"command": "x", "sandbox": {"reads": ["/"]}}}}`, want: []string{`server "a": field "reads": unknown field`}},
 		{name: "sha256", rule: "sandbox", file: `{"mcpServers": {"a": {"command": "x", "sha256": "secret-looking"}}}`, want: []string{`server "a": field "sha256": want the SHA-256 in lowercase hex`}, notWant: []string{"secret-looking"}},
 		{name: "tool rule", rule: "tool rules", file: `{"mcpServers": {"a": {"command": "x", "toolDeny": ["no-equals"]}}}`, want: []string{`server "a": field "toolDeny": tool rule`}},
+		{name: "approval rule", rule: "tool rules", file: `{"mcpServers": {"a": {"command": "x", "toolApprove": ["*=ok", "*=*@secretHint"]}}}`,
+			want: []string{`server "a": field "toolApprove": its 2nd entry: approval rule: the annotation after @ must be one of`}, notWant: []string{"secretHint"}},
+		{name: "trusted", file: `{"mcpServers": {"a": {"command": "x", "trusted": "yes"}}}`, want: []string{`server "a": field "trusted": want true or false`}},
 		{
 			name: "rename too long", rule: "rename and tools",
 			file: `{"mcpServers": {"fs": {"command": "x", "rename": {"read_file": "` + strings.Repeat("r", 61) + `"}}}}`,
@@ -219,7 +222,7 @@ func TestServersFileResolved(t *testing.T) {
 	    "a": {"type": "stdio", "command": "srv", "args": ["--x", "y z"], "cwd": "` + t.TempDir() + `",
 	          "env": {"PLAIN": "literal", "SHARED": "server"}, "envFrom": {"API_KEY": "HOST_API_KEY"},
 	          "mode": "shared", "idleTimeout": "5m", "maxSessions": 3,
-	          "tokenEnvs": ["A_TOKEN"], "toolAllow": ["*=echo"]},
+	          "tokenEnvs": ["A_TOKEN"], "toolAllow": ["*=echo"], "toolApprove": ["*=*@destructiveHint"], "trusted": true},
 	    "b": {"command": "other"},
 	    "off": {"disabled": true}
 	  }
@@ -243,6 +246,9 @@ func TestServersFileResolved(t *testing.T) {
 		{"a: max sessions", a.MaxSessions, 3},
 		{"a: token variables", a.TokenEnvs, []string{"A_TOKEN"}},
 		{"a: tool allow", a.ToolAllow, []string{"*=echo"}},
+		{"a: tool approve", a.ToolApprove, []string{"*=*@destructiveHint"}},
+		{"a: trusted", a.Trusted, true},
+		{"b: trusted", b.Trusted, false},
 		{"b: command", b.Command, []string{"other"}},
 		{"b: mode", b.Mode, "per-session"},
 		{"b: prespawn", b.Prespawn, 2},

@@ -227,6 +227,7 @@ async function watchFeed() {
         if (ev.event !== "snapshot") return;
         state.snapshot = JSON.parse(ev.data);
         renderSnapshot();
+        renderApprovals(state.snapshot.approvals);
         followRegistry(state.snapshot);
       });
       if (!ctl.signal.aborted) setFeedStatus("feed ended, reconnecting…", "warn");
@@ -1423,6 +1424,111 @@ function followRegistry(snap) {
   if (names !== registry.names) {
     registry.names = names;
     refreshServers();
+  }
+}
+
+// ---- approvals (the operators' channel, for approvers and admins) -------------
+//
+// Calls that need a human's yes wait here. The feed carries the queue to
+// approvers and admins only (for anyone else the snapshot has none, and
+// nothing of the panel exists); approvers decide with the bridge's
+// /approvals API. A card is kept while its approval lives, so a reason
+// being typed survives the snapshots that come meanwhile.
+
+// renderApprovals shows the queue q ({alive, approver}), or removes the
+// panel when the snapshot has none.
+function renderApprovals(q) {
+  let p = $("approvals");
+  if (!q) {
+    if (p) p.remove();
+    return;
+  }
+  if (!p) {
+    p = el(
+      "section",
+      { id: "approvals", class: "panel", "aria-labelledby": "approvals-title" },
+      el("h2", { id: "approvals-title" }, "Approvals ", el("span", { id: "approvals-count", class: "count" })),
+      el("p", { class: "hint" }, "Calls held until a human says yes. Arguments are shown as the bridge masks them; an approval runs this call once, with exactly these arguments."),
+      el("div", { id: "approvals-list" }),
+      el("p", { id: "approvals-empty", class: "hint" }, "No call waits for approval."),
+      el("p", { id: "approvals-error", class: "error", role: "alert" }),
+      el("p", { id: "approvals-status", class: "hint", role: "status" }),
+    );
+    $("clients").before(p);
+  }
+  const list = $("approvals-list");
+  const alive = q.alive || [];
+  const ids = new Set(alive.map((a) => a.id));
+  for (const card of [...list.children]) {
+    if (!ids.has(card.dataset.approval)) card.remove();
+  }
+  for (const a of alive) {
+    let card = list.querySelector(`[data-approval="${CSS.escape(a.id)}"]`);
+    if (!card) {
+      card = approvalCard(a, q.approver);
+      list.append(card);
+    }
+    const state = card.querySelector(".state");
+    state.textContent = a.state === "approved" ? "approved, not run yet" : a.waiting > 0 ? "waiting" : "waiting for a retry";
+    state.className = "state badge " + (a.state === "approved" ? "ok" : "warn");
+  }
+  $("approvals-count").textContent = "(" + alive.length + ")";
+  $("approvals-empty").hidden = alive.length > 0;
+}
+
+// approvalCard is one held call: what would run, and, for an approver
+// who may decide it, a reason and the two buttons.
+function approvalCard(a, approver) {
+  const where = a.server ? " on " + a.server : "";
+  const card = el(
+    "article",
+    { class: "approval", dataset: { approval: a.id } },
+    el("div", { class: "approval-head" },
+      el("span", { class: "mono tool-name" }, a.tool),
+      el("span", { class: "hint" }, where + " · by " + a.principal + " · asked ", ago(a.requested), " · denied in ", until(a.expires)),
+      el("span", { class: "state badge" })),
+    el("div", { class: "hint" }, "rule ", el("code", {}, a.rule), a.askedCaller ? " · the caller's user was asked too" : ""),
+    el("pre", { class: "arguments" }, a.arguments),
+  );
+  if (a.canDecide) {
+    const reason = el("input", { class: "reason", placeholder: "reason (optional)", "aria-label": "reason for " + a.tool, maxLength: 500, spellcheck: false });
+    card.append(
+      el("div", { class: "row nowrap decide" },
+        reason,
+        el("button", { type: "button", dataset: { action: "approve" }, onclick: () => decide(a, "approve", reason.value) }, "Approve"),
+        el("button", { type: "button", class: "danger", dataset: { action: "deny" }, onclick: () => decide(a, "deny", reason.value) }, "Deny")),
+    );
+  } else if (approver) {
+    card.append(el("p", { class: "hint" }, "You made this call: another approver decides (--approval-separate-approver)."));
+  }
+  return card;
+}
+
+// decide sends an approver's decision, and says how it went in the
+// bridge's words.
+async function decide(a, decision, reason) {
+  const card = document.querySelector(`#approvals [data-approval="${CSS.escape(a.id)}"]`);
+  const buttons = card ? card.querySelectorAll("button") : [];
+  for (const b of buttons) b.disabled = true;
+  $("approvals-error").textContent = "";
+  try {
+    const r = await fetch("approvals/" + encodeURIComponent(a.id), {
+      method: "POST",
+      headers: withAuth({ "Content-Type": "application/json" }),
+      body: JSON.stringify({ decision, reason }),
+      cache: "no-store",
+    });
+    if (!r.ok) {
+      $("approvals-error").textContent = (await reasonOf(r)) || "HTTP " + r.status;
+      for (const b of buttons) b.disabled = false;
+      return;
+    }
+    $("approvals-status").textContent = (decision === "approve" ? "approved " : "denied ") + a.tool + (a.server ? " on " + a.server : "") + " for " + a.principal;
+    if (card) card.remove();
+    $("approvals-empty").hidden = $("approvals-list").children.length > 0;
+  } catch (e) {
+    $("approvals-error").textContent = "the bridge did not answer: " + e.message;
+    for (const b of buttons) b.disabled = false;
   }
 }
 
