@@ -251,8 +251,16 @@ func TestPrincipalsForgotten(t *testing.T) {
 				t.Log("memory not checked: the race detector's own memory grows with every goroutine (test.sh runs this test without it)")
 			case grew(heap0, heap1) > 10:
 				t.Errorf("the Go heap grew by more than 10%% over %d subjects", subjects)
-			case grew(rss0, rss1) > 10:
-				t.Errorf("RSS grew by more than 10%% over %d subjects", subjects)
+			case grew(rss0, rss1) > 25:
+				// RSS holds what the heap does not (goroutine stacks,
+				// threads, the runtime's own tables), and moves more
+				// between runs: +11% was seen once on CI with the heap
+				// at +1.6%. What it is here to catch is a goroutine or a
+				// thread kept per subject: at 2 KiB of stack at least,
+				// 10,000 of them are 20 MB, +75% on a working size of
+				// about 26 MB. The heap's bound above catches 64 bytes a
+				// subject.
+				t.Errorf("RSS grew by more than 25%% over %d subjects", subjects)
 			}
 		})
 	}
