@@ -47,39 +47,10 @@ import (
 // already obey, so that is what this file relies on; a watcher process is
 // the way to go further.
 
-// stopSignals are Stop's steps after closing stdin, one grace period
-// apart: the polite request, then the end.
-var stopSignals = []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL}
+// groupWhy is what the log says of the process-group strategy here.
+const groupWhy = "a process group per child, with its descendants found in the process table"
 
-func probe(c Containment) (string, error) {
-	switch c {
-	case ContainProcessGroup:
-		return "a process group per child, with its descendants found in the process table", nil
-	case ContainPIDNamespace, ContainCgroup:
-		return "", errOtherSystem{c, "Linux"}
-	case ContainJobObject:
-		return "", errOtherSystem{c, "Windows"}
-	}
-	return "", fmt.Errorf("unknown containment %q", c)
-}
-
-func startTree(cmd *exec.Cmd, s Containment, sp *sandboxSpawn) (tree, error) {
-	if _, err := probe(s); err != nil {
-		return nil, err
-	}
-	if sp != nil {
-		if err := sp.command(cmd); err != nil {
-			return nil, err
-		}
-	}
-	// Setpgid: the child leads a group of its own, so a terminal's Ctrl-C
-	// reaches only the bridge, and one signal reaches the whole group.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	return &groupTree{cmd: cmd, kin: tableKin{}}, nil
-}
+func groupKin() kin { return tableKin{} }
 
 // tableKin finds a group's descendants in the process table, each named
 // by its pid and start time: before each signal the table is read again,

@@ -2,11 +2,7 @@
 
 package stdio
 
-import (
-	"fmt"
-	"os/exec"
-	"syscall"
-)
+import "os/exec"
 
 // The portable fallback, for the Unix systems the bridge has no
 // containment of its own for (FreeBSD and the other BSDs, illumos): a
@@ -25,39 +21,10 @@ import (
 //   - When the bridge dies, the child gets the end of its stdin, which
 //     MCP servers exit on (see contain_darwin.go): no Pdeathsig here.
 
-// stopSignals are Stop's steps after closing stdin, one grace period
-// apart: the polite request, then the end.
-var stopSignals = []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL}
+// groupWhy is what the log says of the process-group strategy here.
+const groupWhy = "a process group per child (descendants that leave the group are not followed on this system)"
 
-func probe(c Containment) (string, error) {
-	switch c {
-	case ContainProcessGroup:
-		return "a process group per child (descendants that leave the group are not followed on this system)", nil
-	case ContainPIDNamespace, ContainCgroup:
-		return "", errOtherSystem{c, "Linux"}
-	case ContainJobObject:
-		return "", errOtherSystem{c, "Windows"}
-	}
-	return "", fmt.Errorf("unknown containment %q", c)
-}
-
-func startTree(cmd *exec.Cmd, s Containment, sp *sandboxSpawn) (tree, error) {
-	if _, err := probe(s); err != nil {
-		return nil, err
-	}
-	if sp != nil {
-		if err := sp.command(cmd); err != nil {
-			return nil, err
-		}
-	}
-	// Setpgid: the child leads a group of its own, so a terminal's Ctrl-C
-	// reaches only the bridge, and one signal reaches the whole group.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	return &groupTree{cmd: cmd, kin: groupOnly{}}, nil
-}
+func groupKin() kin { return groupOnly{} }
 
 // groupOnly finds no descendants: the group signal is all there is.
 type groupOnly struct{}
