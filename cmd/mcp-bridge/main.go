@@ -23,6 +23,7 @@ import (
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
 	"github.com/mcp-bridge/mcp-bridge/internal/config"
 	"github.com/mcp-bridge/mcp-bridge/internal/demo"
+	"github.com/mcp-bridge/mcp-bridge/internal/syncio"
 	"github.com/mcp-bridge/mcp-bridge/stdio"
 )
 
@@ -156,7 +157,7 @@ func endpoint(authCtx context.Context, cfg *config.Config, environ []string, std
 	}
 	if audit != nil {
 		// The endpoints' lines, and the sandbox's refusals (sandbox.go).
-		audit = &lockedWriter{w: audit}
+		audit = syncio.NewWriter(audit)
 	}
 	hopts.Audit, hopts.Logger = audit, log
 	return hopts, closeAudit, nil

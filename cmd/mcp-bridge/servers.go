@@ -7,16 +7,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
 	"github.com/mcp-bridge/mcp-bridge/internal/config"
+	"github.com/mcp-bridge/mcp-bridge/internal/syncio"
 )
 
 // serverSet is the servers of the --config file as served: the file is
@@ -38,9 +37,9 @@ type serverSet struct {
 // are the settings the flags give every server; the file's servers change
 // their command and what it lists.
 func openServers(cfg config.Config, environ []string, bc bridge.Config, ho httpapi.Options, log *slog.Logger) (*serverSet, error) {
-	if _, locked := ho.Audit.(*lockedWriter); ho.Audit != nil && !locked {
+	if ho.Audit != nil {
 		// Every server's endpoint writes to it.
-		ho.Audit = &lockedWriter{w: ho.Audit}
+		ho.Audit = syncio.NewWriter(ho.Audit)
 	}
 	s := &serverSet{
 		Mounts: httpapi.NewMounts(cfg.MountsOptions(ho, log)),
@@ -197,17 +196,4 @@ func (s *serverSet) mounts(specs []config.ServerSpec) ([]httpapi.MountSpec, []re
 		mounts = append(mounts, ms)
 	}
 	return mounts, refused, nil
-}
-
-// lockedWriter serialises the writes of several audit logs to one
-// writer, so their lines never interleave.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
