@@ -299,10 +299,9 @@ func TestMetricsExitReasons(t *testing.T) {
 	})
 }
 
-// TestMetricsTimeoutsAndLateProgress (issue 10, points 3, 4 and 13): a
-// call the server never answers counts as timed out, a server that closes
-// its stdout as an unresponsive exit, and progress after its answer as
-// late progress.
+// TestMetricsTimeoutsAndLateProgress: a call the server never answers
+// counts as timed out, a server that closes its stdout as an unresponsive
+// exit, and progress after its answer as late progress.
 func TestMetricsTimeoutsAndLateProgress(t *testing.T) {
 	// Longer than the stop grace (500 ms), which a child whose stdout
 	// closed has to show it is not simply exiting.
