@@ -444,7 +444,7 @@ func (p *modernPool) leaseChild(ctx context.Context, owner string, base *upstrea
 		return nil, errCannotStart(err)
 	}
 	if err := b.initLease(ctx, u); err != nil {
-		go u.stop(context.Background()) // its watch ends with it
+		b.track(func() { u.stop(context.Background()) }) // its watch ends with it
 		return nil, err
 	}
 	p.mu.Lock()
