@@ -508,7 +508,7 @@ func (b *Bridge) attachChild(ctx context.Context, s *Session, env []string) *Err
 			return nil
 		}
 	}
-	u := newUpstream(b, false)
+	u := newUpstream(b, roleOwn)
 	u.env = env
 	u.logp.Store(s.log)
 	if err := b.reserve(ctx, u, s.owner); err != nil {
@@ -577,23 +577,23 @@ func (b *Bridge) kickPool() {
 func (b *Bridge) joinShared(ctx context.Context, s *Session, u *upstream, msg Message, jsonOnly bool) (*Stream, error) {
 	s.up = u
 	u.mu.Lock()
-	if u.dead || u.stopping {
+	if u.mux.dead || u.stopping {
 		u.mu.Unlock()
 		return nil, &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the shared MCP server keeps crashing or is stopping; try again shortly", ID: msg.ID()}
 	}
-	if u.initParams == nil {
+	if u.mux.initParams == nil {
 		if u.child == nil {
 			u.mu.Unlock()
 			return nil, withID(errRestarting, msg.ID())
 		}
 		u.sessions[s] = true
-		u.initParams = bytes.Clone(msg.f.params.of(msg.Raw))
+		u.mux.initParams = bytes.Clone(msg.f.params.of(msg.Raw))
 		u.mu.Unlock()
 		st, err := s.send([]Message{msg}, true, jsonOnly)
 		if err != nil {
 			u.mu.Lock()
-			if u.initResult == nil {
-				u.initParams = nil // nothing was sent: the next session initializes
+			if u.mux.initResult == nil {
+				u.mux.initParams = nil // nothing was sent: the next session initializes
 			}
 			u.mu.Unlock()
 			s.end()
@@ -601,7 +601,7 @@ func (b *Bridge) joinShared(ctx context.Context, s *Session, u *upstream, msg Me
 		return st, err
 	}
 	u.sessions[s] = true
-	g := u.gate
+	g := u.mux.gate
 	u.mu.Unlock()
 	if err := b.waitInit(ctx, g, s.done); err != nil {
 		s.end()
@@ -612,11 +612,11 @@ func (b *Bridge) joinShared(ctx context.Context, s *Session, u *upstream, msg Me
 	if s.closed {
 		return nil, withID(errSessionEnded, msg.ID())
 	}
-	s.version = sharedVersion(msg, u.initResult)
+	s.version = sharedVersion(msg, u.mux.initResult)
 	st := newStream(s, false, 1, jsonOnly)
 	st.init = true
 	s.posts[st] = true
-	s.answerLocked(&call{st: st}, cachedInitialize(msg.ID(), u.initResult, s.version))
+	s.answerLocked(&call{st: st}, cachedInitialize(msg.ID(), u.mux.initResult, s.version))
 	s.log.Info("session initialized", "protocol_version", s.version, "shared", true)
 	return st, nil
 }
@@ -668,7 +668,7 @@ func (b *Bridge) sharedUpstream(ctx context.Context, owner string) (*upstream, *
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		if b.shared == nil {
-			u := newUpstream(b, true)
+			u := newUpstream(b, roleShared)
 			if err := u.start(b.log); err != nil {
 				return nil, err
 			}
@@ -691,14 +691,14 @@ func (b *Bridge) identityUpstream(ctx context.Context, owner Owner, env []string
 		defer b.mu.Unlock()
 		if u := b.identities[owner.Key]; u != nil {
 			u.mu.Lock()
-			ok := !u.stopping && !u.dead
+			ok := !u.stopping && !u.mux.dead
 			u.mu.Unlock()
 			if ok {
 				return u, nil
 			}
 		}
-		u := newUpstream(b, true)
-		u.identity, u.identityName, u.env, u.perIdentity = owner.Key, owner.Name, env, true
+		u := newUpstream(b, roleIdentity)
+		u.owner, u.env = owner, env
 		log := b.log.With("principal", owner.Name)
 		u.logp.Store(log)
 		if err := u.start(log); err != nil {
@@ -716,8 +716,8 @@ func (b *Bridge) identityUpstream(ctx context.Context, owner Owner, env []string
 // retire stops an owner's child once its last session has ended.
 func (b *Bridge) retire(u *upstream) {
 	b.mu.Lock()
-	if b.identities[u.identity] == u {
-		delete(b.identities, u.identity)
+	if b.identities[u.owner.Key] == u {
+		delete(b.identities, u.owner.Key)
 	}
 	b.mu.Unlock()
 	u.logger().Info("the principal's last session ended; stopping its child")
@@ -753,13 +753,13 @@ func (b *Bridge) Stateless(ctx context.Context, msg *Message) (*Session, []byte,
 	defer u.mu.Unlock()
 	var answer []byte
 	if msg != nil && msg.Method == MethodInitialize {
-		s.version = sharedVersion(*msg, u.initResult)
-		answer = cachedInitialize(msg.ID(), u.initResult, s.version)
+		s.version = sharedVersion(*msg, u.mux.initResult)
+		answer = cachedInitialize(msg.ID(), u.mux.initResult, s.version)
 	} else {
 		var r struct {
 			ProtocolVersion string `json:"protocolVersion"`
 		}
-		_ = json.Unmarshal(u.initResult, &r)
+		_ = json.Unmarshal(u.mux.initResult, &r)
 		s.version = r.ProtocolVersion
 	}
 	u.sessions[s] = true

@@ -18,7 +18,7 @@ const (
 // (shared, or a spare) is stopped only when the bridge shuts down. Called
 // with u.mu held.
 func (u *upstream) exitCounterLocked() *atomic.Int64 {
-	if !u.shared {
+	if !u.role.multiplexed() {
 		for s := range u.sessions {
 			switch s.endReason {
 			case reasonDeleted:

@@ -193,7 +193,7 @@ func (b *Bridge) refill() {
 			return
 		}
 		for len(b.pool) < cap(b.pool) {
-			u := newUpstream(b, false)
+			u := newUpstream(b, roleOwn)
 			if err := u.start(b.log); err != nil {
 				// Every slot taken is no error: the pool fills as slots
 				// are given back (watch kicks it when a child it stopped

@@ -68,7 +68,7 @@ func (mc *ModernCall) startListen(ctx context.Context, u *upstream, m *Message) 
 	var r struct {
 		Capabilities childCaps `json:"capabilities"`
 	}
-	_ = json.Unmarshal(u.initResult, &r)
+	_ = json.Unmarshal(u.mux.initResult, &r)
 	u.mu.Unlock()
 	c := r.Capabilities
 	f := &listenFilter{
@@ -80,7 +80,7 @@ func (mc *ModernCall) startListen(ctx context.Context, u *upstream, m *Message) 
 	s.up, s.stateless, s.modern, s.listen = u, true, true, f
 	s.owner, s.ownerName = mc.owner.Key, mc.owner.Name
 	u.mu.Lock()
-	if u.dead || u.stopping {
+	if u.mux.dead || u.stopping {
 		u.mu.Unlock()
 		return &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the MCP server is stopping; try again shortly"}
 	}
@@ -132,10 +132,10 @@ func (mc *ModernCall) startListen(ctx context.Context, u *upstream, m *Message) 
 // s is the first, and reports whether the child took it.
 func (mc *ModernCall) subscribe(ctx context.Context, u *upstream, s *Session, uri string) bool {
 	u.mu.Lock()
-	holders := u.subs[uri]
+	holders := u.mux.subs[uri]
 	if holders == nil {
 		holders = map[*Session]bool{}
-		u.subs[uri] = holders
+		u.mux.subs[uri] = holders
 	}
 	first := len(holders) == 0
 	holders[s] = true
@@ -154,7 +154,7 @@ func (mc *ModernCall) subscribe(ctx context.Context, u *upstream, s *Session, ur
 	delete(holders, s)
 	delete(s.subs, uri)
 	if len(holders) == 0 {
-		delete(u.subs, uri)
+		delete(u.mux.subs, uri)
 	}
 	u.mu.Unlock()
 	mc.b.log.Info("the MCP server refused a listen's resource subscription", "uri", uri, "err", err)
@@ -181,7 +181,7 @@ func (u *upstream) publish(method string, params, msg []byte) {
 			URI string `json:"uri"`
 		}
 		_ = json.Unmarshal(params, &p)
-		for s := range u.subs[p.URI] {
+		for s := range u.mux.subs[p.URI] {
 			if s.listen != nil {
 				s.deliverLocked(msg)
 			}

@@ -237,17 +237,17 @@ func (mc *ModernCall) start(u *upstream, m *Message) error {
 	s.owner, s.ownerName = mc.owner.Key, mc.owner.Name
 	s.logLevel = levelIndex(mc.env.LogLevel)
 	u.mu.Lock()
-	if u.dead || u.stopping {
+	if u.deadLocked() || u.stopping {
 		u.mu.Unlock()
 		return &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the MCP server is stopping; try again shortly"}
 	}
 	u.sessions[s] = true
 	var setLevel []byte
-	if s.logLevel >= 0 && !u.modern && u.hasLogging() {
+	if s.logLevel >= 0 && u.era != eraModern && u.hasLogging() {
 		// The child sends log messages at the level it was set to; the
 		// bridge passes on those at or above the request's own.
-		if lvl := u.childLevelLocked(); lvl != u.level {
-			u.level = lvl
+		if lvl := u.childLevelLocked(); lvl != u.mux.level {
+			u.mux.level = lvl
 			p, _ := json.Marshal(map[string]string{"level": lvl})
 			setLevel = u.ownRequestLocked("logging/setLevel", p, nil)
 		}
@@ -511,7 +511,7 @@ func (mc *ModernCall) cancel(reason string) {
 // InitializeResult: what it can do, said the 2026-07-28 way.
 func discoverResult(u *upstream, id []byte, scope string) []byte {
 	u.mu.Lock()
-	res := u.initResult
+	res := u.mux.initResult
 	u.mu.Unlock()
 	var r struct {
 		Capabilities map[string]json.RawMessage `json:"capabilities"`
@@ -545,7 +545,7 @@ func discoverResult(u *upstream, id []byte, scope string) []byte {
 // serverInfo is the child's Implementation, from its InitializeResult.
 func (u *upstream) serverInfo() []byte {
 	u.mu.Lock()
-	res := u.initResult
+	res := u.mux.initResult
 	u.mu.Unlock()
 	if res == nil {
 		return nil
@@ -559,10 +559,10 @@ func (u *upstream) serverInfo() []byte {
 // hasLogging reports whether the child declared the logging capability.
 // Called with u.mu held.
 func (u *upstream) hasLogging() bool {
-	if u.initResult == nil {
+	if u.mux == nil || u.mux.initResult == nil {
 		return false
 	}
-	caps := member(u.initResult, "capabilities").of(u.initResult)
+	caps := member(u.mux.initResult, "capabilities").of(u.mux.initResult)
 	return caps != nil && caps[0] == '{' && member(caps, "logging").ok()
 }
 

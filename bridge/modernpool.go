@@ -168,7 +168,7 @@ func (p *modernPool) ready(ctx context.Context) (*upstream, childEra, error) {
 	}
 	b := p.b
 	u.mu.Lock()
-	initializing := u.initParams != nil
+	initializing := u.mux.initParams != nil
 	u.mu.Unlock()
 	if initializing {
 		// A 2025 session started it: the probe waits for its initialize,
@@ -207,7 +207,7 @@ func (p *modernPool) baseUpstream(ctx context.Context) (*upstream, error) {
 		defer p.mu.Unlock()
 		if p.base != nil {
 			p.base.mu.Lock()
-			dead, stopping := p.base.dead, p.base.stopping
+			dead, stopping := p.base.mux.dead, p.base.stopping
 			p.base.mu.Unlock()
 			switch {
 			case dead:
@@ -219,8 +219,8 @@ func (p *modernPool) baseUpstream(ctx context.Context) (*upstream, error) {
 				return p.base, nil
 			}
 		}
-		u := newUpstream(b, true)
-		u.env, u.modernOnly = p.env, true
+		u := newUpstream(b, roleModernBase)
+		u.env = p.env
 		if !u.takeSlot() {
 			return nil, errNoSlot
 		}
@@ -245,7 +245,7 @@ func (p *modernPool) baseUpstream(ctx context.Context) (*upstream, error) {
 // waitReady waits for the outcome of u's initialization.
 func (b *Bridge) waitReady(ctx context.Context, u *upstream) error {
 	u.mu.Lock()
-	g := u.gate
+	g := u.mux.gate
 	u.mu.Unlock()
 	if err := b.waitInit(ctx, g, nil); err != nil {
 		return err
@@ -338,23 +338,23 @@ func errString(err error) string {
 // the outcome: ctx's end, shutdown and --init-timeout end the wait too.
 func (b *Bridge) initShared(ctx context.Context, u *upstream, params string) error {
 	u.mu.Lock()
-	if u.dead {
+	if u.mux.dead {
 		u.mu.Unlock()
 		return ErrSharedDown
 	}
-	if u.initParams == nil {
+	if u.mux.initParams == nil {
 		child := u.child
 		if child == nil {
 			u.mu.Unlock()
 			return errRestarting
 		}
-		u.initParams = []byte(params)
-		line := u.ownRequestLocked(MethodInitialize, u.initParams, &call{init: true})
+		u.mux.initParams = []byte(params)
+		line := u.ownRequestLocked(MethodInitialize, u.mux.initParams, &call{init: true})
 		u.mu.Unlock()
 		u.write(child, [][]byte{line})
 		u.mu.Lock()
 	}
-	g := u.gate
+	g := u.mux.gate
 	u.mu.Unlock()
 	if g.decided() && g.err == nil {
 		return nil // initialized: the usual case, without a timer
@@ -427,7 +427,7 @@ func (p *modernPool) leaseChild(ctx context.Context, owner string, base *upstrea
 		}
 	}
 	p.mu.Unlock()
-	u := newUpstream(b, false)
+	u := newUpstream(b, roleLease)
 	u.env, u.hub = p.env, base
 	if err := b.reserve(ctx, u, owner); err != nil {
 		return nil, err
@@ -610,7 +610,7 @@ func (p *modernPool) all() []*upstream {
 // notifications that name a listen (subscriptionId) go to that listen.
 func (u *upstream) markModern() {
 	u.mu.Lock()
-	u.modern = true
+	u.era = eraModern
 	u.mu.Unlock()
 }
 
@@ -623,8 +623,8 @@ func (u *upstream) capability(name string) bool {
 		return true
 	}
 	u.mu.Lock()
-	res := u.initResult
-	if u.modern {
+	res := u.mux.initResult
+	if u.era == eraModern {
 		res = u.discovered
 	}
 	u.mu.Unlock()

@@ -43,7 +43,7 @@ func (b *Bridge) Ready() error {
 	}
 	if shared != nil {
 		shared.mu.Lock()
-		dead := shared.dead
+		dead := shared.mux.dead
 		shared.mu.Unlock()
 		if dead {
 			return ErrSharedDown

@@ -284,7 +284,7 @@ func (s *Session) send(msgs []Message, init, jsonOnly bool) (*Stream, error) {
 				u.mu.Unlock()
 				return nil, invalid(CodeInvalidRequest, "Invalid Request: a request with this id is already in flight", cid)
 			}
-			if u.shared && !s.forwardLocked(m, st) {
+			if u.role.multiplexed() && !s.forwardLocked(m, st) {
 				continue // answered by the bridge
 			}
 			c := &call{sess: s, clientID: bytes.Clone(cid), st: st, init: init}
@@ -296,11 +296,11 @@ func (s *Session) send(msgs []Message, init, jsonOnly bool) (*Stream, error) {
 				if fwd := s.cancelLocked(m); fwd != nil {
 					out = append(out, fwd)
 				}
-			case m.Method == methodInitialized && u.shared:
+			case m.Method == methodInitialized && u.role.multiplexed():
 				// The shared child was initialized once, by the first
 				// session; it hears "initialized" once.
-				if !u.initSent {
-					u.initSent = true
+				if !u.mux.initSent {
+					u.mux.initSent = true
 					out = append(out, m.Raw)
 				}
 			default:
@@ -310,12 +310,12 @@ func (s *Session) send(msgs []Message, init, jsonOnly bool) (*Stream, error) {
 			// An answer to a request the child sent (sampling,
 			// elicitation, roots, ping): the child's own id space, so it
 			// goes through as it is, from the session it was sent to.
-			if u.shared {
-				if owner, ok := u.serverReqs[string(m.ID())]; !ok || (owner != s && !s.ephemeral()) {
+			if u.role.multiplexed() {
+				if owner, ok := u.mux.serverReqs[string(m.ID())]; !ok || (owner != s && !s.ephemeral()) {
 					s.log.Warn("dropped a response to a request the MCP server did not send to this session", "id", string(m.ID()))
 					continue
 				}
-				delete(u.serverReqs, string(m.ID()))
+				delete(u.mux.serverReqs, string(m.ID()))
 			}
 			out = append(out, m.Raw)
 		}
@@ -341,19 +341,19 @@ func (s *Session) forwardLocked(m *Message, st *Stream) bool {
 		}
 		if m.Method == "resources/subscribe" {
 			s.subs[p.URI] = true
-			first := len(u.subs[p.URI]) == 0
-			if u.subs[p.URI] == nil {
-				u.subs[p.URI] = make(map[*Session]bool)
+			first := len(u.mux.subs[p.URI]) == 0
+			if u.mux.subs[p.URI] == nil {
+				u.mux.subs[p.URI] = make(map[*Session]bool)
 			}
-			u.subs[p.URI][s] = true
+			u.mux.subs[p.URI][s] = true
 			if first {
 				return true
 			}
 		} else {
 			delete(s.subs, p.URI)
-			delete(u.subs[p.URI], s)
-			if len(u.subs[p.URI]) == 0 {
-				delete(u.subs, p.URI)
+			delete(u.mux.subs[p.URI], s)
+			if len(u.mux.subs[p.URI]) == 0 {
+				delete(u.mux.subs, p.URI)
 				return true
 			}
 		}
@@ -365,8 +365,8 @@ func (s *Session) forwardLocked(m *Message, st *Stream) bool {
 			return true
 		}
 		s.logLevel = levelIndex(p.Level)
-		if lvl := u.childLevelLocked(); lvl != u.level {
-			u.level = lvl
+		if lvl := u.childLevelLocked(); lvl != u.mux.level {
+			u.mux.level = lvl
 			return true
 		}
 	default:
@@ -385,7 +385,7 @@ func (u *upstream) childLevelLocked() string {
 		}
 	}
 	if lowest < 0 {
-		return u.level
+		return u.mux.level
 	}
 	return logLevels[lowest]
 }
@@ -399,7 +399,7 @@ func (s *Session) wantsLog(params []byte) bool {
 		if s.logLevel < 0 || s.listen != nil {
 			return false
 		}
-	} else if !s.up.shared || s.logLevel < 0 {
+	} else if !s.up.role.multiplexed() || s.logLevel < 0 {
 		return true
 	}
 	var p struct {
@@ -420,7 +420,7 @@ func (s *Session) cancelLocked(m *Message) []byte {
 	}
 	rs := member(p, "requestId")
 	if !rs.ok() {
-		if s.up.shared {
+		if s.up.role.multiplexed() {
 			return nil // a task cancellation cannot be attributed on a shared child
 		}
 		return m.Raw // 2025-11-25 allows cancelling tasks without one
@@ -826,7 +826,7 @@ func (s *Session) stop(ctx context.Context, reason string) {
 	}
 	s.up.mu.Unlock()
 	s.b.remove(s) // from now on its id is 404
-	if s.up.shared {
+	if s.up.role.multiplexed() {
 		s.end()
 		return
 	}
@@ -847,26 +847,26 @@ func (s *Session) end() {
 		s.closed = true
 		delete(u.sessions, s)
 		var lines [][]byte
-		if u.shared && !s.ephemeral() {
+		if u.role.multiplexed() && !s.ephemeral() {
 			lines = s.failCallsLocked()
 		}
-		if u.shared {
+		if u.role.multiplexed() {
 			for uri := range s.subs {
-				delete(u.subs[uri], s)
-				if len(u.subs[uri]) == 0 {
-					delete(u.subs, uri)
+				delete(u.mux.subs[uri], s)
+				if len(u.mux.subs[uri]) == 0 {
+					delete(u.mux.subs, uri)
 					p, _ := json.Marshal(map[string]string{"uri": uri})
 					lines = append(lines, u.ownRequestLocked("resources/unsubscribe", p, nil))
 				}
 			}
-			if lvl := u.childLevelLocked(); lvl != u.level && s.logLevel >= 0 {
-				u.level = lvl
+			if lvl := u.childLevelLocked(); lvl != u.mux.level && s.logLevel >= 0 {
+				u.mux.level = lvl
 				p, _ := json.Marshal(map[string]string{"level": lvl})
 				lines = append(lines, u.ownRequestLocked("logging/setLevel", p, nil))
 			}
-			for id, sess := range u.serverReqs {
+			for id, sess := range u.mux.serverReqs {
 				if sess == s {
-					delete(u.serverReqs, id)
+					delete(u.mux.serverReqs, id)
 				}
 			}
 		}
@@ -880,7 +880,7 @@ func (s *Session) end() {
 		child := u.child
 		reason := s.endReason
 		initialized := s.version != ""
-		retire := u.perIdentity && len(u.sessions) == 0 && !u.stopping
+		retire := u.role == roleIdentity && len(u.sessions) == 0 && !u.stopping
 		if retire {
 			u.stopping = true // no session joins a child on its way out
 		}

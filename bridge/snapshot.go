@@ -169,12 +169,15 @@ func (u *upstream) snapshot(everyone bool) (ChildSnapshot, bool) {
 	if u.child == nil {
 		return ChildSnapshot{}, false
 	}
-	c := ChildSnapshot{Pid: u.child.Pid(), Started: u.started, Restarts: u.restarts,
-		Sessions: len(u.sessions), Identity: u.identityName, StderrTail: u.child.StderrTail(), everyone: everyone}
+	c := ChildSnapshot{Pid: u.child.Pid(), Started: u.started,
+		Sessions: len(u.sessions), Identity: u.owner.Name, StderrTail: u.child.StderrTail(), everyone: everyone}
+	if u.mux != nil {
+		c.Restarts = u.mux.restarts
+	}
 	switch {
 	case everyone:
-	case u.perIdentity:
-		c.owners = []string{u.identity}
+	case u.role == roleIdentity:
+		c.owners = []string{u.owner.Key}
 	default:
 		for s := range u.sessions {
 			if !slices.Contains(c.owners, s.owner) {

@@ -16,28 +16,26 @@ import (
 	"github.com/mcp-bridge/mcp-bridge/stdio"
 )
 
-// upstream is one child process and the requests in flight on it. In
-// per-session mode it serves exactly one session; in shared mode every
-// session of the bridge. Its mutex guards its own state and that of every
-// session on it, so routing one message takes one lock.
+// upstream is one child process and the requests in flight on it. Its
+// role says whom it serves: one session, one 2026-07-28 call at a time,
+// or several clients at once. Its mutex guards its own state and that of
+// every session on it, so routing one message takes one lock.
 type upstream struct {
-	b      *Bridge
-	logp   atomic.Pointer[slog.Logger] // changes when a pooled child meets its session
-	shared bool
-	// identity is the owner's key of a per-identity child ("" otherwise),
-	// identityName its name (Owner), env what its owner's claims add to
-	// its environment.
-	identity     string
-	identityName string
-	perIdentity  bool // a per-identity child (the anonymous principal's has identity "")
-	env          []string
+	b    *Bridge
+	logp atomic.Pointer[slog.Logger] // changes when a pooled child meets its session
+	role role
+	// owner is the principal a per-identity child is for (roleIdentity:
+	// the anonymous principal's has the zero Owner); env what its owner's
+	// claims add to its environment.
+	owner Owner
+	env   []string
 	// hub is the base child of the modern pool a leased child belongs
-	// to: the list changes and resource updates the leased child sends go
-	// to the listens there (publish). Nil for any other child.
+	// to (roleLease only): the list changes and resource updates the
+	// leased child sends go to the listens there (publish).
 	hub *upstream
-	// modernOnly: a modern pool's own base child (per-session and
-	// per-identity modes), which serves only 2026-07-28 clients.
-	modernOnly bool
+	// mux is the state of a child several clients share, nil for any
+	// other (role.multiplexed).
+	mux *muxState
 	// slot: the upstream holds a slot of the process budget (budget.go),
 	// from before its child starts until the child is gone and none
 	// follows it. freed is closed when it gives the slot back.
@@ -45,37 +43,71 @@ type upstream struct {
 	freed     chan struct{}
 	freedOnce sync.Once
 
-	mu         sync.Mutex
-	child      child // nil while a shared child restarts
-	calls      map[int64]*call
-	nextID     int64 // child-side ids of requests, and progress tokens
-	sessions   map[*Session]bool
-	serverReqs map[string]*Session // requests of the child's, routed to a session, by raw id
-	stopping   bool                // the bridge stops the child: no restart
+	mu       sync.Mutex
+	child    child // nil while a shared child restarts
+	calls    map[int64]*call
+	nextID   int64 // child-side ids of requests, and progress tokens
+	sessions map[*Session]bool
+	stopping bool // the bridge stops the child: no restart
 	// unresponsive is the child the bridge is stopping because it can no
 	// longer answer (its stdout closed, or initialize timed out): its exit
 	// is counted as such, and a shared one is restarted as after a crash.
 	unresponsive child
 	// unresponsiveWhy is why: the error of a request sent to it since.
 	unresponsiveWhy string
+	started         time.Time // when the current child started
 
-	// Shared mode only.
+	// era is what the child speaks, once the modern layer has asked:
+	// eraModern passes 2026-07-28 requests through, and its notifications
+	// that name a listen (a subscriptionId) go to that listen's request.
+	// discovered is its DiscoverResult, from the probe.
+	era        childEra
+	discovered []byte
+}
+
+// role is what an upstream's child is for. It decides where what the
+// child sends that names no request goes, whether the child is restarted
+// after a crash, and whether it carries the state of a shared child
+// (muxState).
+type role uint8
+
+const (
+	// roleOwn: one 2025 session's own child (per-session mode), or one
+	// waiting in the warm pool for its session.
+	roleOwn role = iota
+	// roleLease: a child leased to one 2026-07-28 call at a time.
+	roleLease
+	// roleShared: the child every session shares (shared and stateless
+	// mode), which serves 2026-07-28 clients too.
+	roleShared
+	// roleIdentity: one principal's child, shared by that principal's
+	// sessions (per-identity mode).
+	roleIdentity
+	// roleModernBase: a 2026-07-28 pool's own base child (per-session and
+	// per-identity modes), which serves only 2026-07-28 clients.
+	roleModernBase
+)
+
+// multiplexed reports whether several clients share the child: it keeps
+// a muxState, and it is restarted after a crash.
+func (r role) multiplexed() bool { return r >= roleShared }
+
+// muxState is what a child several clients share keeps, and no other:
+// its one initialization, which later sessions are answered from, the
+// state it holds for everyone (subscriptions, log level), which the
+// bridge keeps per client, whose its requests are, and its crash-loop
+// breaker. Guarded by the upstream's mutex.
+type muxState struct {
 	initParams []byte    // the first initialize's params, to re-initialize after a restart
 	initResult []byte    // the child's InitializeResult
 	gate       *initGate // the outcome of initializing it, for sessions that wait for it
 	initSent   bool      // notifications/initialized reached the child
 	subs       map[string]map[*Session]bool
-	level      string // log level set on the child
+	level      string              // log level set on the child
+	serverReqs map[string]*Session // requests of the child's, routed to a session, by raw id
 	crashes    []time.Time
-	started    time.Time // when the current child started
-	restarts   int       // times the child was restarted after a crash
-	dead       bool      // the crash-loop breaker tripped
-
-	// modern: the child speaks 2026-07-28 and modern requests pass
-	// through; its notifications that name a listen go to it.
-	// discovered is its DiscoverResult, from the probe.
-	modern     bool
-	discovered []byte
+	restarts   int  // times the child was restarted after a crash
+	dead       bool // the crash-loop breaker tripped
 }
 
 // call is one request in flight on the child.
@@ -138,20 +170,37 @@ const (
 	breakerSpan  = time.Minute // ...
 )
 
-func newUpstream(b *Bridge, shared bool) *upstream {
+func newUpstream(b *Bridge, r role) *upstream {
 	u := &upstream{
-		b:          b,
-		shared:     shared,
-		calls:      make(map[int64]*call),
-		sessions:   make(map[*Session]bool),
-		serverReqs: make(map[string]*Session),
-		subs:       make(map[string]map[*Session]bool),
-		gate:       newGate(nil),
-		freed:      make(chan struct{}),
+		b:        b,
+		role:     r,
+		calls:    make(map[int64]*call),
+		sessions: make(map[*Session]bool),
+		freed:    make(chan struct{}),
+	}
+	if r.multiplexed() {
+		u.mux = &muxState{
+			subs:       make(map[string]map[*Session]bool),
+			serverReqs: make(map[string]*Session),
+			gate:       newGate(nil),
+		}
 	}
 	u.logp.Store(b.log)
 	return u
 }
+
+// gateLocked is the gate of a shared child's initialization, nil for a
+// child of one client's. Called with mu held.
+func (u *upstream) gateLocked() *initGate {
+	if u.mux == nil {
+		return nil
+	}
+	return u.mux.gate
+}
+
+// deadLocked reports whether the child's crash-loop breaker has tripped:
+// it is not started again. Called with mu held.
+func (u *upstream) deadLocked() bool { return u.mux != nil && u.mux.dead }
 
 func (u *upstream) logger() *slog.Logger { return u.logp.Load() }
 
@@ -184,7 +233,7 @@ func (u *upstream) startWith(log *slog.Logger, prepare func(child) error) error 
 	}
 	u.b.stats.ChildrenSpawned.Add(1)
 	u.mu.Lock()
-	if g := u.gate; g.child == nil && !g.decided() {
+	if g := u.gateLocked(); g != nil && g.child == nil && !g.decided() {
 		// The initialization waited for is this child's; bound before
 		// watch can see it die.
 		g.child = child
@@ -308,7 +357,7 @@ func (u *upstream) fromChild(line []byte, owned bool) {
 	}
 	var method string
 	_ = unquote(f.method.of(line), &method)
-	if u.hub != nil && !f.id.ok() && changeNotification(method) {
+	if u.role == roleLease && !f.id.ok() && changeNotification(method) {
 		// A leased child's list change or resource update: for the
 		// listens of its pool, not for the call it serves; and only while
 		// it serves one, which can have changed something. What it says on
@@ -325,7 +374,7 @@ func (u *upstream) fromChild(line []byte, owned bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	params := f.params.of(line)
-	if u.modern && !f.id.ok() && method != methodProgress {
+	if u.era == eraModern && !f.id.ok() && method != methodProgress {
 		if sid, ok := subscriptionOf(line, f.params); ok {
 			// A modern child's listen notification: it names the listen by
 			// the id the child knows; the client knows its own.
@@ -381,8 +430,8 @@ func (u *upstream) fromChild(line []byte, owned bool) {
 	}
 	isRequest := f.id.ok()
 	if (isRequest || method == methodLogMessage) && only != nil && only.sess != nil && !only.sess.closed {
-		if isRequest && u.shared {
-			u.serverReqs[string(f.id.of(line))] = only.sess
+		if isRequest && u.role.multiplexed() {
+			u.mux.serverReqs[string(f.id.of(line))] = only.sess
 		}
 		if method == methodLogMessage && !only.sess.wantsLog(params) {
 			return
@@ -395,7 +444,7 @@ func (u *upstream) fromChild(line []byte, owned bool) {
 		}
 		return
 	}
-	if !u.shared {
+	if !u.role.multiplexed() {
 		taken := false
 		for s := range u.sessions {
 			if s.modern {
@@ -458,7 +507,7 @@ func (u *upstream) sharedNotificationLocked(method string, params []byte, f fiel
 		// child serves only the latter, in a bridge that may already run
 		// in per-session mode.
 		cure := "a 2026-07-28 client that declares the capability gets a child of its own for each call"
-		if !u.modernOnly {
+		if u.role != roleModernBase {
 			cure = "run the bridge with --mode per-session for 2025 clients; " + cure
 		}
 		u.logger().Warn("the shared MCP server sent a request that cannot be attributed to one client's request; refused it",
@@ -477,7 +526,7 @@ func (u *upstream) sharedNotificationLocked(method string, params []byte, f fiel
 			URI string `json:"uri"`
 		}
 		_ = json.Unmarshal(params, &p)
-		for s := range u.subs[p.URI] {
+		for s := range u.mux.subs[p.URI] {
 			s.deliverLocked(msg)
 		}
 	case method == methodLogMessage:
@@ -549,22 +598,22 @@ func (u *upstream) initializedLocked(c *call, line []byte, f fields) {
 	if c.sess != nil {
 		c.sess.version = r.ProtocolVersion
 		c.sess.log.Info("session initialized", "protocol_version", r.ProtocolVersion)
-		if f.result.ok() && !u.shared {
+		if f.result.ok() && !u.role.multiplexed() {
 			u.b.starts.succeeded()
 		}
 	}
-	if !u.shared || u.initResult != nil {
+	if !u.role.multiplexed() || u.mux.initResult != nil {
 		return
 	}
 	if !f.result.ok() {
 		// The child refused these parameters and lives on: the next
 		// session's initialize is tried with its own.
-		u.initParams = nil
+		u.mux.initParams = nil
 		u.initFailedLocked(u.child, &Error{Kind: KindUnavailable, Code: CodeInternalError,
 			Message: "the MCP server refused to initialize: " + string(f.error.of(line))}, true)
 		return
 	}
-	u.initResult = bytes.Clone(f.result.of(line))
+	u.mux.initResult = bytes.Clone(f.result.of(line))
 	switch {
 	case c.answered != nil:
 		// A restarted child's re-initialization: restart opens the gate
@@ -572,8 +621,8 @@ func (u *upstream) initializedLocked(c *call, line []byte, f fields) {
 	case c.sess == nil:
 		// The bridge initialized the child itself (stateless HTTP):
 		// initialized goes out before anyone waiting may send.
-		u.initSent = true
-		child, g := u.child, u.gate
+		u.mux.initSent = true
+		child, g := u.child, u.mux.gate
 		sent := u.b.spawn(func() {
 			if child != nil {
 				u.write(child, [][]byte{[]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)})
@@ -586,7 +635,7 @@ func (u *upstream) initializedLocked(c *call, line []byte, f fields) {
 			g.settle(ErrClosing)
 		}
 	default:
-		u.gate.settle(nil)
+		u.mux.gate.settle(nil)
 	}
 }
 
@@ -595,8 +644,8 @@ func (u *upstream) initializedLocked(c *call, line []byte, f fields) {
 // (downLocked), the next initialization gets a gate of its own: of the
 // same child when it lives on (again), else of the next child started.
 func (u *upstream) initFailedLocked(child child, err *Error, again bool) {
-	g := u.gate
-	if u.initResult != nil || g.child != child || g.decided() {
+	g := u.mux.gate
+	if u.mux.initResult != nil || g.child != child || g.decided() {
 		return
 	}
 	g.settle(err)
@@ -604,13 +653,13 @@ func (u *upstream) initFailedLocked(child child, err *Error, again bool) {
 	if !again {
 		next = nil
 	}
-	u.gate = newGate(next)
+	u.mux.gate = newGate(next)
 }
 
 // downLocked: the shared child will not be started again (crash-loop
 // breaker, bridge shutdown); sessions waiting for it get err.
 func (u *upstream) downLocked(err *Error) {
-	u.gate.settle(err) // nothing if it was decided
+	u.mux.gate.settle(err) // nothing if it was decided
 }
 
 // oversize fails the request whose response was over the line cap.
@@ -669,13 +718,13 @@ func (u *upstream) watch(child child) {
 		ended = reasonShutdown
 	}
 	ending := u.failAllLocked(ended, data)
-	if u.shared {
+	if u.role.multiplexed() {
 		u.initFailedLocked(child, &Error{Kind: KindUnavailable, Code: CodeChildExited,
 			Message: "the MCP server exited (" + status + ") before it initialized; try again shortly"}, false)
 	}
-	restart := u.shared && !stopping && u.breakerLocked()
+	restart := u.role.multiplexed() && !stopping && u.breakerLocked()
 	if !restart {
-		if u.shared {
+		if u.role.multiplexed() {
 			down := ErrSharedDown
 			if stopping {
 				down = ErrClosing
@@ -703,7 +752,7 @@ func (u *upstream) watch(child child) {
 		u.b.stats.ChildrenExitedOK.Add(1)
 		exited.Add(1)
 		u.logger().Info("child stopped", "child_pid", child.Pid(), "child_exit", status)
-	case u.shared:
+	case u.role.multiplexed():
 		u.b.stats.ChildrenCrashed.Add(1)
 		u.logger().Warn("the shared child exited", "child_pid", child.Pid(), "child_exit", status, "stderr_tail", tail, "restart", restart)
 	default:
@@ -713,7 +762,7 @@ func (u *upstream) watch(child child) {
 	for _, s := range ending {
 		s.end()
 	}
-	if (len(ending) == 0 && !u.shared && !stopping) || (stopping && !restart) {
+	if (len(ending) == 0 && !u.role.multiplexed() && !stopping) || (stopping && !restart) {
 		// A waiting child died, or a child the bridge stopped gave its
 		// slot back: the warm pool may refill.
 		u.b.kickPool()
@@ -786,7 +835,7 @@ func (u *upstream) unanswerable(child child, reason, warn string) {
 	}
 	u.mu.Lock()
 	ending := u.failAllLocked(reason, data)
-	if u.shared {
+	if u.role.multiplexed() {
 		u.initFailedLocked(child, &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: reason + "; try again shortly"}, false)
 	}
 	u.mu.Unlock()
@@ -815,13 +864,15 @@ func (u *upstream) failAllLocked(reason string, data map[string]any) []*Session 
 		if r == "" {
 			r = reason
 		}
-		if c.init && u.shared {
+		if c.init && u.role.multiplexed() {
 			c.sess.endReason = "its initialize failed: " + r
 			initFailed = append(initFailed, c.sess)
 		}
 		c.sess.answerLocked(c, errorResponse(c.clientID, CodeChildExited, r, data))
 	}
-	clear(u.serverReqs)
+	if u.mux != nil {
+		clear(u.mux.serverReqs)
+	}
 	return initFailed
 }
 
@@ -831,7 +882,7 @@ func (u *upstream) failAllLocked(reason string, data map[string]any) []*Session 
 func (u *upstream) stopUnresponsive(child child, reason string) {
 	u.mu.Lock()
 	u.unresponsive, u.unresponsiveWhy = child, reason
-	if !u.shared {
+	if !u.role.multiplexed() {
 		for s := range u.sessions {
 			if s.endReason == "" {
 				s.endReason = reason
@@ -939,7 +990,7 @@ func (u *upstream) expire(id int64, c *call, d time.Duration) {
 	}
 	// A restart's own initialize (answered) fails the restart instead.
 	stop := c.init && c.answered == nil && child != nil && u.child == child && !u.stopping
-	if stop && u.shared {
+	if stop && u.role.multiplexed() {
 		u.initFailedLocked(child, &Error{Kind: KindUnavailable, Code: CodeRequestTimeout, Message: msg}, false)
 		if c.sess != nil && c.sess.endReason == "" {
 			c.sess.endReason = "its initialize failed: " + msg
@@ -949,7 +1000,7 @@ func (u *upstream) expire(id int64, c *call, d time.Duration) {
 	if !stop {
 		return
 	}
-	if c.sess != nil && u.shared {
+	if c.sess != nil && u.role.multiplexed() {
 		c.sess.end() // its client has no session
 	}
 	u.stopUnresponsive(child, msg)
@@ -973,16 +1024,16 @@ func cancelNotification(id int64, reason string) []byte {
 // allowed: not after breakerCount crashes within breakerSpan.
 func (u *upstream) breakerLocked() bool {
 	now := u.b.cfg.Now()
-	keep := u.crashes[:0]
-	for _, t := range u.crashes {
+	keep := u.mux.crashes[:0]
+	for _, t := range u.mux.crashes {
 		if now.Sub(t) < breakerSpan {
 			keep = append(keep, t)
 		}
 	}
-	u.crashes = append(keep, now)
-	if len(u.crashes) >= breakerCount {
-		u.dead = true
-		u.logger().Error("the shared MCP server keeps crashing; not restarting it (crash-loop breaker)", "crashes", len(u.crashes), "within", breakerSpan)
+	u.mux.crashes = append(keep, now)
+	if len(u.mux.crashes) >= breakerCount {
+		u.mux.dead = true
+		u.logger().Error("the shared MCP server keeps crashing; not restarting it (crash-loop breaker)", "crashes", len(u.mux.crashes), "within", breakerSpan)
 		return false
 	}
 	return true
@@ -993,7 +1044,7 @@ func (u *upstream) breakerLocked() bool {
 // the log level, so sessions continue.
 func (u *upstream) restart() {
 	u.mu.Lock()
-	backoff := restartMin << (len(u.crashes) - 1)
+	backoff := restartMin << (len(u.mux.crashes) - 1)
 	u.mu.Unlock()
 	backoff = min(backoff, restartMax)
 	u.logger().Info("restarting the shared MCP server", "after", backoff)
@@ -1010,15 +1061,15 @@ func (u *upstream) restart() {
 		return
 	}
 	u.mu.Lock()
-	u.restarts++
+	u.mux.restarts++
 	u.mu.Unlock()
 	u.b.stats.ChildrenRestarted.Add(1)
 	err := u.startWith(u.logger(), u.reinitialize)
 	switch {
 	case err == nil:
 		u.mu.Lock()
-		if u.initResult != nil && u.child != nil {
-			u.gate.settle(nil) // re-initialized, and now taking requests
+		if u.mux.initResult != nil && u.child != nil {
+			u.mux.gate.settle(nil) // re-initialized, and now taking requests
 		}
 		u.mu.Unlock()
 	case errors.Is(err, ErrClosing):
@@ -1030,7 +1081,7 @@ func (u *upstream) restart() {
 	case errors.Is(err, errNotStarted):
 		u.logger().Error("cannot restart the shared MCP server", "err", err)
 		u.mu.Lock()
-		u.dead = true
+		u.mux.dead = true
 		u.downLocked(ErrSharedDown)
 		u.mu.Unlock()
 		u.endAll()
@@ -1048,12 +1099,12 @@ var errNotStarted = errors.New("the MCP server process did not start")
 // subscriptions and the log level.
 func (u *upstream) reinitialize(child child) error {
 	u.mu.Lock()
-	if u.initParams == nil {
+	if u.mux.initParams == nil {
 		u.mu.Unlock()
 		return nil
 	}
 	answered := make(chan error, 1)
-	line := u.ownRequestLocked(MethodInitialize, u.initParams, &call{init: true, answered: answered})
+	line := u.ownRequestLocked(MethodInitialize, u.mux.initParams, &call{init: true, answered: answered})
 	u.mu.Unlock()
 	if err := child.Write(line); err != nil {
 		return err
@@ -1068,14 +1119,14 @@ func (u *upstream) reinitialize(child child) error {
 		return ErrClosing
 	}
 	u.mu.Lock()
-	u.initSent = true
+	u.mux.initSent = true
 	lines := [][]byte{[]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)}
-	for uri := range u.subs {
+	for uri := range u.mux.subs {
 		p, _ := json.Marshal(map[string]string{"uri": uri})
 		lines = append(lines, u.ownRequestLocked("resources/subscribe", p, nil))
 	}
-	if u.level != "" {
-		p, _ := json.Marshal(map[string]string{"level": u.level})
+	if u.mux.level != "" {
+		p, _ := json.Marshal(map[string]string{"level": u.mux.level})
 		lines = append(lines, u.ownRequestLocked("logging/setLevel", p, nil))
 	}
 	u.mu.Unlock()
