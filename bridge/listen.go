@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 )
 
 // subscriptions/listen in front of a legacy child, served by the bridge: a
@@ -173,15 +172,12 @@ func (mc *ModernCall) listenEnd() []byte {
 
 // publish hands a list change or resource update that a leased child sent
 // to the listens of its pool's base child u.
-func (u *upstream) publish(method string, params, msg []byte) {
+func (u *upstream) publish(m *childMsg) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if method == "notifications/resources/updated" {
-		var p struct {
-			URI string `json:"uri"`
-		}
-		_ = json.Unmarshal(params, &p)
-		for s := range u.mux.subs[p.URI] {
+	msg := m.keep()
+	if m.method == methodResourceUpdated {
+		for s := range u.mux.subs[uriOf(m.params())] {
 			if s.listen != nil {
 				s.deliverLocked(msg)
 			}
@@ -193,11 +189,6 @@ func (u *upstream) publish(method string, params, msg []byte) {
 			s.deliverLocked(msg)
 		}
 	}
-}
-
-// changeNotification reports whether method is one a listen can take.
-func changeNotification(method string) bool {
-	return method == "notifications/resources/updated" || strings.HasSuffix(method, "/list_changed")
 }
 
 // addListen registers a listen for Drain.

@@ -376,20 +376,6 @@ func (s *Session) forwardLocked(m *Message, st *Stream) bool {
 	return false
 }
 
-// childLevelLocked is the most verbose level any session asked for.
-func (u *upstream) childLevelLocked() string {
-	lowest := -1
-	for s := range u.sessions {
-		if s.logLevel >= 0 && (lowest < 0 || s.logLevel < lowest) {
-			lowest = s.logLevel
-		}
-	}
-	if lowest < 0 {
-		return u.mux.level
-	}
-	return logLevels[lowest]
-}
-
 // wantsLog reports whether a log message with these params is at or above
 // the session's own level (shared mode; a session that set none gets all).
 func (s *Session) wantsLog(params []byte) bool {
@@ -442,6 +428,49 @@ func (s *Session) cancelLocked(m *Message) []byte {
 	s.b.stats.RequestsCancelled.Add(1)
 	newParams := splice(p, rs, strconv.AppendInt(nil, childID, 10))
 	return splice(m.Raw, m.f.params, newParams)
+}
+
+// hearLocked takes a message of the child's that relates to no request:
+// on a child of its own, everything (the session is its only client);
+// on a shared child, what it wants of it (log messages at its level).
+func (s *Session) hearLocked(m *childMsg) {
+	switch {
+	case !s.up.role.multiplexed():
+		if s.modern {
+			return // it takes only what relates to its own request
+		}
+		s.touchLocked()
+	case m.method == methodLogMessage && !s.wantsLog(m.params()):
+		return
+	}
+	s.deliverLocked(m.keep())
+}
+
+// relatedLocked takes a request or log message of the child's while c,
+// one of the session's requests, is the only one in flight: it relates to
+// c, and goes on c's stream while a client reads it.
+func (s *Session) relatedLocked(c *call, m *childMsg) {
+	if m.method == methodLogMessage && !s.wantsLog(m.params()) {
+		return
+	}
+	s.touchLocked()
+	if c.st.canCarry() {
+		c.st.push(m.keep(), false)
+	} else {
+		s.deliverLocked(m.keep())
+	}
+}
+
+// progressLocked takes progress of c, one of the session's requests, with
+// the client's token in place: on c's stream while a client reads it or
+// may come back for it.
+func (s *Session) progressLocked(c *call, msg []byte) {
+	s.touchLocked()
+	if c.st.canKeep() {
+		c.st.push(msg, false)
+	} else {
+		s.deliverLocked(msg)
+	}
 }
 
 // deliverLocked puts a message that relates to no request on one stream:
