@@ -497,7 +497,7 @@ func (b *Bridge) attachChild(ctx context.Context, s *Session, env []string) *Err
 		alive := u.child != nil && !u.stopping
 		if alive {
 			// Under u.mu: a child that dies from now on sees the session.
-			u.sessions[s] = true
+			u.parties[s] = true
 			s.up = u
 			u.logp.Store(s.log)
 			u.child.SetLogger(s.log)
@@ -527,7 +527,7 @@ func (b *Bridge) attachChild(ctx context.Context, s *Session, env []string) *Err
 	}
 	defer release()
 	s.up = u
-	u.sessions[s] = true
+	u.parties[s] = true
 	if err := u.start(s.log); err != nil {
 		return errCannotStart(err)
 	}
@@ -586,7 +586,7 @@ func (b *Bridge) joinShared(ctx context.Context, s *Session, u *upstream, msg Me
 			u.mu.Unlock()
 			return nil, withID(errRestarting, msg.ID())
 		}
-		u.sessions[s] = true
+		u.parties[s] = true
 		u.mux.initParams = bytes.Clone(msg.f.params.of(msg.Raw))
 		u.mu.Unlock()
 		st, err := s.send([]Message{msg}, true, jsonOnly)
@@ -600,7 +600,7 @@ func (b *Bridge) joinShared(ctx context.Context, s *Session, u *upstream, msg Me
 		}
 		return st, err
 	}
-	u.sessions[s] = true
+	u.parties[s] = true
 	g := u.mux.gate
 	u.mu.Unlock()
 	if err := b.waitInit(ctx, g, s.done); err != nil {
@@ -762,7 +762,7 @@ func (b *Bridge) Stateless(ctx context.Context, msg *Message) (*Session, []byte,
 		_ = json.Unmarshal(u.mux.initResult, &r)
 		s.version = r.ProtocolVersion
 	}
-	u.sessions[s] = true
+	u.parties[s] = true
 	return s, answer, nil
 }
 

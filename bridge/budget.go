@@ -129,7 +129,7 @@ func (b *Bridge) preemptParked(owner string) *upstream {
 	most := 0
 	for h, ex := range b.exchanges {
 		n := b.leasedBy[ex.owner]
-		if ex.call.lease == nil || n < b.leasedBy[owner]+2 {
+		if ex.call.run.lease == nil || n < b.leasedBy[owner]+2 {
 			continue
 		}
 		if pick == nil || n > most || (n == most && ex.expires.Before(pick.expires)) {
@@ -145,7 +145,7 @@ func (b *Bridge) preemptParked(owner string) *upstream {
 	b.exMu.Unlock()
 	b.log.Info("a call waiting for its client's input was ended to give its process to another principal's (--max-children)",
 		"method", pick.method, "principal", pick.call.owner.Name, "its_leased_children", most)
-	lease := pick.call.lease
+	lease := pick.call.run.lease
 	pick.call.abandon(pick.round, "its process was given to another principal's call (--max-children); send the request again")
 	b.stats.InputPreempted.Add(1)
 	return lease

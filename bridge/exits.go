@@ -19,8 +19,8 @@ const (
 // with u.mu held.
 func (u *upstream) exitCounterLocked() *atomic.Int64 {
 	if !u.role.multiplexed() {
-		for s := range u.sessions {
-			switch s.endReason {
+		for p := range u.parties {
+			switch p.party().endReason {
 			case reasonDeleted:
 				return &u.b.stats.ChildrenDeleted
 			case reasonExpired, reasonUnreachable:

@@ -52,6 +52,27 @@ func scanFields(msg []byte) (fields, error) {
 
 var noFields = fields{absent, absent, absent, absent, absent, absent}
 
+// moved is f once the bytes at s (a member's value, or bytes within one)
+// are replaced by n bytes: what comes after s moves, what holds s grows
+// or shrinks, what comes before stays.
+func (f fields) moved(s span, n int) fields {
+	d := n - (s.end - s.start)
+	mv := func(x span) span {
+		switch {
+		case x.start < 0:
+			return x
+		case x == s:
+			return span{s.start, s.start + n}
+		case x.start >= s.end:
+			return span{x.start + d, x.end + d}
+		case x.start <= s.start && x.end >= s.end:
+			return span{x.start, x.end + d}
+		}
+		return x
+	}
+	return fields{mv(f.jsonrpc), mv(f.id), mv(f.method), mv(f.params), mv(f.result), mv(f.error)}
+}
+
 // set records the member key, if it is one of the fields.
 func (f *fields) set(key []byte, v span) {
 	switch string(key) { // no allocation: Go compiles this to a compare

@@ -76,14 +76,18 @@ func (b *Bridge) Drain() {
 		}
 		s.up.mu.Unlock()
 	}
+	listens := make([]*box, 0, len(b.listens))
 	for mc := range b.listens {
-		gets = append(gets, mc.st)
+		listens = append(listens, mc.run.inbox)
 	}
 	b.mu.Unlock()
 	for _, st := range gets {
-		// A listen's stream ends gracefully: its client gets the listen's
-		// completion result (ModernCall.ending).
 		st.finish()
+	}
+	for _, x := range listens {
+		// A listen ends gracefully: its client gets the listen's
+		// completion result (ModernCall.ending).
+		x.finish()
 	}
 }
 

@@ -209,6 +209,28 @@ func progressToken(raw []byte, params span) []byte {
 	return member(meta, "progressToken").of(meta)
 }
 
+// setParam sets the member key of the message's params to the JSON
+// value v (which must be valid), and reads the message again.
+func (m *Message) setParam(key string, v []byte) {
+	p := m.f.params.of(m.Raw)
+	m.reparse(splice(m.Raw, m.f.params, splice(p, member(p, key), v)))
+}
+
+// deleteParam removes the member key of the message's params, and reads
+// the message again.
+func (m *Message) deleteParam(key string) { m.reparse(withoutParam(m.Raw, key)) }
+
+// reparse reads raw, a changed copy of the message, in its place.
+func (m *Message) reparse(raw []byte) {
+	if n, err := parseMessage(raw); err == nil {
+		*m = n
+	}
+}
+
+// progressToken is the request's params._meta.progressToken, nil for
+// none.
+func (m *Message) progressToken() []byte { return progressToken(m.Raw, m.f.params) }
+
 // Param is the raw JSON of the member key of a request's or a
 // notification's params object, byte for byte as sent; nil when there is
 // none. It reads without decoding: the transport learns, say, the tool a

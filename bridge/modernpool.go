@@ -99,7 +99,17 @@ type idleLease struct {
 	since time.Time
 }
 
-// modernPool returns the pool that serves owner's modern requests.
+// acquirePool returns the pool that serves owner's modern requests, with
+// a use of it for one call, and the function that gives that use back
+// (once, however often it is called).
+func (b *Bridge) acquirePool(owner Owner, env []string) (*modernPool, func()) {
+	p := b.modernPool(owner, env)
+	var once sync.Once
+	return p, func() { once.Do(p.done) }
+}
+
+// modernPool returns the pool that serves owner's modern requests, with
+// one more use of it (done gives it back).
 func (b *Bridge) modernPool(owner Owner, env []string) *modernPool {
 	key := ""
 	if b.cfg.Mode != ModeShared && !b.cfg.Stateless {
@@ -167,13 +177,10 @@ func (p *modernPool) ready(ctx context.Context) (*upstream, childEra, error) {
 		return nil, eraUnknown, err
 	}
 	b := p.b
-	u.mu.Lock()
-	initializing := u.mux.initParams != nil
-	u.mu.Unlock()
-	if initializing {
+	if u.initializing() {
 		// A 2025 session started it: the probe waits for its initialize,
 		// which a legacy server may need before any other request.
-		if err := b.waitReady(ctx, u); err != nil {
+		if err := b.waitInit(ctx, u.gateNow(), nil); err != nil {
 			return nil, eraUnknown, err
 		}
 	}
@@ -206,9 +213,7 @@ func (p *modernPool) baseUpstream(ctx context.Context) (*upstream, error) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if p.base != nil {
-			p.base.mu.Lock()
-			dead, stopping := p.base.mux.dead, p.base.stopping
-			p.base.mu.Unlock()
+			dead, stopping := p.base.going()
 			switch {
 			case dead:
 				// Its crash-loop breaker tripped: as for the shared
@@ -242,17 +247,6 @@ func (p *modernPool) baseUpstream(ctx context.Context) (*upstream, error) {
 	return u, nil
 }
 
-// waitReady waits for the outcome of u's initialization.
-func (b *Bridge) waitReady(ctx context.Context, u *upstream) error {
-	u.mu.Lock()
-	g := u.mux.gate
-	u.mu.Unlock()
-	if err := b.waitInit(ctx, g, nil); err != nil {
-		return err
-	}
-	return nil
-}
-
 // era is what the server's children speak: Config.ChildProtocol, or what
 // the first probe found (probe). Probes do not overlap.
 func (b *Bridge) era(ctx context.Context, u *upstream) (childEra, error) {
@@ -260,12 +254,12 @@ func (b *Bridge) era(ctx context.Context, u *upstream) (childEra, error) {
 	case ChildProtocolLegacy:
 		return eraLegacy, nil
 	case ChildProtocolModern:
-		u.markModern()
+		u.speak(eraModern, nil)
 		return eraModern, nil
 	}
 	if e := childEra(b.childEra.Load()); e != eraUnknown {
 		if e == eraModern {
-			u.markModern()
+			u.speak(eraModern, nil)
 		}
 		return e, nil
 	}
@@ -273,7 +267,7 @@ func (b *Bridge) era(ctx context.Context, u *upstream) (childEra, error) {
 	defer b.probeMu.Unlock()
 	if e := childEra(b.childEra.Load()); e != eraUnknown {
 		if e == eraModern {
-			u.markModern()
+			u.speak(eraModern, nil)
 		}
 		return e, nil
 	}
@@ -283,7 +277,7 @@ func (b *Bridge) era(ctx context.Context, u *upstream) (childEra, error) {
 	}
 	b.childEra.Store(int32(e))
 	if e == eraModern {
-		u.markModern()
+		u.speak(eraModern, nil)
 	}
 	return e, nil
 }
@@ -307,9 +301,7 @@ func (b *Bridge) probe(ctx context.Context, u *upstream) (childEra, error) {
 		}
 		if json.Unmarshal(res, &r) == nil && slices.ContainsFunc(r.SupportedVersions, servedModern) {
 			era = eraModern
-			u.mu.Lock()
-			u.discovered = res // what it can do (capability)
-			u.mu.Unlock()
+			u.speak(era, res) // what it can do (capability)
 		}
 	}
 	b.log.Info("probed the MCP server's protocol era with server/discover", "era", eraName(era), "answer_error", errString(err))
@@ -333,52 +325,23 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// initShared initializes a shared child with params, unless someone has
-// already (a 2025 session, stateless HTTP, the modern pool), and waits for
-// the outcome: ctx's end, shutdown and --init-timeout end the wait too.
-func (b *Bridge) initShared(ctx context.Context, u *upstream, params string) error {
-	u.mu.Lock()
-	if u.mux.dead {
-		u.mu.Unlock()
-		return ErrSharedDown
-	}
-	if u.mux.initParams == nil {
-		child := u.child
-		if child == nil {
-			u.mu.Unlock()
-			return errRestarting
-		}
-		u.mux.initParams = []byte(params)
-		line := u.ownRequestLocked(MethodInitialize, u.mux.initParams, &call{init: true})
-		u.mu.Unlock()
-		u.write(child, [][]byte{line})
-		u.mu.Lock()
-	}
-	g := u.mux.gate
-	u.mu.Unlock()
-	if g.decided() && g.err == nil {
-		return nil // initialized: the usual case, without a timer
-	}
-	if err := b.waitInit(ctx, g, nil); err != nil {
-		return err
-	}
-	return nil
-}
-
 // lease returns a legacy child for one call of owner's, its own until the
-// call is over (release): a warm one of owner's, or a new one initialized
-// with profileParams, within MaxChildren. The call's place under
-// --max-parked is taken first: a call over it costs no process.
-func (p *modernPool) lease(ctx context.Context, owner string, base *upstream) (*upstream, error) {
+// call is over: a warm one of owner's, or a new one initialized with
+// profileParams, within MaxChildren. The call's place under --max-parked
+// is taken first: a call over it costs no process. unlease gives the
+// child back, once: to owner's warm ones if it may serve again (reuse),
+// else it is stopped.
+func (p *modernPool) lease(ctx context.Context, owner string, base *upstream) (u *upstream, unlease func(reuse bool), err error) {
 	if err := p.b.enterLeased(owner); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	u, err := p.leaseChild(ctx, owner, base)
+	u, err = p.leaseChild(ctx, owner, base)
 	if err != nil {
 		p.b.leaveLeased(owner)
-		return nil, err
+		return nil, nil, err
 	}
-	return u, nil
+	var once sync.Once
+	return u, func(reuse bool) { once.Do(func() { p.release(u, owner, reuse) }) }, nil
 }
 
 // enterLeased takes a place for a call of owner's on a leased child,
@@ -417,10 +380,7 @@ func (p *modernPool) leaseChild(ctx context.Context, owner string, base *upstrea
 	for list := p.idle[owner]; len(list) > 0; list = p.idle[owner] {
 		u := list[len(list)-1].u // the warmest
 		p.setIdleLocked(owner, list[:len(list)-1])
-		u.mu.Lock()
-		alive := u.child != nil && !u.stopping
-		u.mu.Unlock()
-		if alive {
+		if u.alive() {
 			p.leased[u] = owner
 			p.mu.Unlock()
 			return u, nil
@@ -439,11 +399,11 @@ func (p *modernPool) leaseChild(ctx context.Context, owner string, base *upstrea
 	}
 	defer release()
 	log := b.log.With("leased", true)
-	u.logp.Store(log)
+	u.setLogger(log)
 	if err := u.start(log); err != nil {
 		return nil, errCannotStart(err)
 	}
-	if err := b.initLease(ctx, u); err != nil {
+	if err := u.initializeAlone(ctx, profileParams); err != nil {
 		b.track(func() { u.stop(context.Background()) }) // its watch ends with it
 		return nil, err
 	}
@@ -453,54 +413,13 @@ func (p *modernPool) leaseChild(ctx context.Context, owner string, base *upstrea
 	return u, nil
 }
 
-// initLease initializes a leased child with profileParams and waits for
-// its answer within --init-timeout.
-func (b *Bridge) initLease(ctx context.Context, u *upstream) error {
-	answered := make(chan error, 1)
-	u.mu.Lock()
-	child := u.child
-	if child == nil {
-		u.mu.Unlock()
-		return errRestarting
-	}
-	line := u.ownRequestLocked(MethodInitialize, []byte(profileParams), &call{init: true, answered: answered})
-	u.mu.Unlock()
-	u.write(child, [][]byte{line})
-	select {
-	case err := <-answered:
-		if err != nil {
-			var e *Error
-			if errors.As(err, &e) {
-				return e
-			}
-			return &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the MCP server did not initialize: " + err.Error()}
-		}
-	case <-ctx.Done():
-		return errClientGone
-	case <-b.shutdown:
-		return ErrClosing
-	}
-	u.write(child, [][]byte{[]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)})
-	// A ping's answer comes after whatever the child says as it starts
-	// (server-everything announces its lists once initialized): the
-	// bridge reads its lines in order, so by then that has been seen,
-	// while no call was in flight, and was not taken for news of one.
-	if err := u.ping(min(probeTimeout, max(b.cfg.InitTimeout, time.Second))); err != nil {
-		u.logger().Debug("a leased MCP server did not answer the ping after initialize", "err", err)
-	}
-	return nil
-}
-
 // release gives a lease back after its call: to the owner's warm ones if
-// it can serve again (reuse), else it is stopped.
+// it can serve again (reuse), else it is stopped. (lease's unlease.)
 func (p *modernPool) release(u *upstream, owner string, reuse bool) {
 	p.b.leaveLeased(owner)
 	p.mu.Lock()
 	delete(p.leased, u)
-	u.mu.Lock()
-	alive := u.child != nil && !u.stopping
-	u.mu.Unlock()
-	if reuse && alive && len(p.idle[owner]) < maxIdleLeases {
+	if reuse && u.alive() && len(p.idle[owner]) < maxIdleLeases {
 		p.idle[owner] = append(p.idle[owner], idleLease{u, p.b.cfg.Now()})
 		p.mu.Unlock()
 		return
@@ -604,41 +523,6 @@ func (p *modernPool) all() []*upstream {
 		p.base = nil
 	}
 	return out
-}
-
-// markModern says the child passes modern requests through: its
-// notifications that name a listen (subscriptionId) go to that listen.
-func (u *upstream) markModern() {
-	u.mu.Lock()
-	u.era = eraModern
-	u.mu.Unlock()
-}
-
-// capability reports whether the child serves the capability: from its
-// InitializeResult (legacy) or the probe's DiscoverResult (modern).
-// It runs on every modern request, so it scans the result in place rather
-// than decoding it.
-func (u *upstream) capability(name string) bool {
-	if name == "" {
-		return true
-	}
-	u.mu.Lock()
-	res := u.mux.initResult
-	if u.era == eraModern {
-		res = u.discovered
-	}
-	u.mu.Unlock()
-	if res == nil {
-		return true // unknown: the child answers for itself
-	}
-	caps := member(res, "capabilities").of(res)
-	switch {
-	case caps == nil || string(caps) == "null":
-		return false
-	case caps[0] != '{':
-		return true // malformed: the child answers for itself
-	}
-	return member(caps, name).ok()
 }
 
 // String names the pool in logs.

@@ -28,6 +28,10 @@ type childMsg struct {
 	method string
 	owned  bool
 	kept   []byte // raw, copied once if it is not owned (keep)
+	// leased: a leased child of the pool sent it, not the child of the
+	// upstream it is handed to (publish): news for that child's listens
+	// only.
+	leased bool
 }
 
 // keep returns the message's bytes for the bridge to keep: a line in the
@@ -44,6 +48,23 @@ func (m *childMsg) keep() []byte {
 
 // params is the message's params, nil for none.
 func (m *childMsg) params() []byte { return m.f.params.of(m.raw) }
+
+// replaced is m with the bytes at s replaced by repl (in place when m
+// owns its bytes and they fit), its members' places moved to match: the
+// message the bridge hands on, scanned still.
+func (m *childMsg) replaced(s span, repl []byte) *childMsg {
+	out := &childMsg{kind: m.kind, method: m.method, owned: true}
+	out.f = m.f.moved(s, len(repl))
+	out.raw = replace(m.raw, s, repl, m.owned)
+	return out
+}
+
+// rescan is raw, a changed copy of m, scanned again: for what changes
+// more than a member's value (rare: a listen's notification).
+func rescan(raw []byte, m *childMsg) *childMsg {
+	f, _ := scanFields(raw)
+	return &childMsg{raw: raw, f: f, kind: m.kind, method: m.method, owned: true}
+}
 
 // route is where a message of the child's goes.
 type route uint8
@@ -219,11 +240,11 @@ func (u *upstream) routeLocked(m *childMsg) (route, *call) {
 	var only *call
 	n := 0
 	for _, c := range u.calls {
-		if c.sess == nil {
+		if c.party == nil {
 			continue // the bridge's own request (a ping, a subscription)
 		}
 		in.busy = true
-		if c.method == "subscriptions/listen" {
+		if c.quiet {
 			// A modern child's listen, open for as long as its client
 			// stays: it takes "never progress or logs", nor any request,
 			// so it must not make the call beside it ambiguous (go-sdk
@@ -233,11 +254,11 @@ func (u *upstream) routeLocked(m *childMsg) (route, *call) {
 		n++
 		only = c
 	}
-	in.one = n == 1 && !only.sess.closed
-	for s := range u.sessions {
-		if !s.modern {
-			in.listeners++
-		}
+	in.one = n == 1 && !only.party.party().closed
+	if u.role == roleOwn {
+		// Its session, if it has one yet, takes everything. The clients
+		// of the other children take only what they ask for.
+		in.listeners = len(u.parties)
 	}
 	return routeOf(in), only
 }
@@ -252,21 +273,21 @@ func (u *upstream) deliverLocked(r route, m *childMsg, only *call) {
 		sid, _ := subscriptionOf(m.raw, m.f.params)
 		// A modern child's listen notification: it names the listen by
 		// the id the child knows; the client knows its own.
-		if c := u.calls[sid]; c != nil && c.sess != nil {
-			c.st.push(replaceSubscription(bytes.Clone(m.raw), m.f.params, c.clientID), false)
+		if c := u.calls[sid]; c != nil && c.party != nil {
+			c.party.takeRelatedLocked(c, rescan(replaceSubscription(bytes.Clone(m.raw), m.f.params, c.clientID), m), relNamed)
 		}
 	case routeOnly:
 		if m.kind == Request && u.role.multiplexed() {
-			u.mux.serverReqs[string(m.f.id.of(m.raw))] = only.sess
+			u.mux.serverReqs[string(m.f.id.of(m.raw))] = only.party
 		}
-		only.sess.relatedLocked(only, m)
+		only.party.takeRelatedLocked(only, m, relAsked)
 	case routeAll:
-		for s := range u.sessions {
-			s.hearLocked(m)
+		for p := range u.parties {
+			p.hearLocked(m)
 		}
 	case routeSubscribers:
-		for s := range u.mux.subs[uriOf(m.params())] {
-			s.deliverLocked(m.keep())
+		for p := range u.mux.subs[uriOf(m.params())] {
+			p.hearLocked(m)
 		}
 	case routeRefuse:
 		u.refuseLocked(m.f.id.of(m.raw), m.method, "no request of a client is in flight on this server process, so no client can answer it")
@@ -293,12 +314,12 @@ func (u *upstream) progressLocked(m *childMsg) {
 	tok := member(params, "progressToken")
 	id, err := strconv.ParseInt(string(tok.of(params)), 10, 64)
 	c := u.calls[id]
-	if err != nil || c == nil || c.sess == nil {
+	if err != nil || c == nil || c.party == nil {
 		u.droppedProgressLocked(id, err == nil && c == nil)
 		return
 	}
 	at := span{m.f.params.start + tok.start, m.f.params.start + tok.end} // the token, in the line
-	c.sess.progressLocked(c, replace(m.raw, at, c.token, m.owned))
+	c.party.takeRelatedLocked(c, m.replaced(at, c.token), relProgress)
 }
 
 // refuseLocked answers the child's request id (of method) with an error
@@ -371,16 +392,12 @@ func (u *upstream) answerLocked(m *childMsg) {
 	if c.init {
 		u.initializedLocked(c, line, f)
 	}
-	if c.sess == nil {
+	if c.party == nil {
 		u.ownAnswerLocked(c, m)
 		return
 	}
-	c.sess.doneLocked(c)
-	if c.sess.closed {
-		return
-	}
-	// Last use of line and f: an owned line is changed in place.
-	c.sess.answerLocked(c, replace(line, f.id, c.clientID, m.owned))
+	// Last use of m: an owned line is changed in place.
+	c.party.takeAnswerLocked(c, m.replaced(f.id, c.clientID))
 }
 
 // ownAnswerLocked takes the answer to a request of the bridge's own: to
@@ -421,13 +438,30 @@ func (u *upstream) oversize(o stdio.Oversize) {
 		u.logger().Warn("dropped an oversize message from the child that answers no request", "bytes", o.Size)
 		return
 	}
-	if c.sess == nil {
+	if c.party == nil {
 		if c.answered != nil {
 			c.answered <- fmt.Errorf("the MCP server's answer (%d bytes) is over the message size limit", o.Size)
 		}
 		return
 	}
-	c.sess.doneLocked(c)
 	msg := fmt.Sprintf("the MCP server's response (%d bytes) is over the bridge's message size limit (%d bytes); raise --max-message-bytes", o.Size, u.b.cfg.maxLine())
-	c.sess.answerLocked(c, errorResponse(c.clientID, CodeResponseTooLarge, msg, nil))
+	c.party.takeFailureLocked(c, CodeResponseTooLarge, msg, nil)
+}
+
+// publish hands a list change or resource update that a leased child sent
+// to the listens of its pool's base child u.
+func (u *upstream) publish(m *childMsg) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	n := *m
+	n.raw, n.owned, n.leased = m.keep(), true, true
+	if m.method == methodResourceUpdated {
+		for p := range u.mux.subs[uriOf(m.params())] {
+			p.hearLocked(&n)
+		}
+		return
+	}
+	for p := range u.parties {
+		p.hearLocked(&n)
+	}
 }

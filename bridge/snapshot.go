@@ -170,7 +170,7 @@ func (u *upstream) snapshot(everyone bool) (ChildSnapshot, bool) {
 		return ChildSnapshot{}, false
 	}
 	c := ChildSnapshot{Pid: u.child.Pid(), Started: u.started,
-		Sessions: len(u.sessions), Identity: u.owner.Name, StderrTail: u.child.StderrTail(), everyone: everyone}
+		Sessions: len(u.parties), Identity: u.owner.Name, StderrTail: u.child.StderrTail(), everyone: everyone}
 	if u.mux != nil {
 		c.Restarts = u.mux.restarts
 	}
@@ -179,9 +179,9 @@ func (u *upstream) snapshot(everyone bool) (ChildSnapshot, bool) {
 	case u.role == roleIdentity:
 		c.owners = []string{u.owner.Key}
 	default:
-		for s := range u.sessions {
-			if !slices.Contains(c.owners, s.owner) {
-				c.owners = append(c.owners, s.owner)
+		for p := range u.parties {
+			if o := p.party().owner; !slices.Contains(c.owners, o) {
+				c.owners = append(c.owners, o)
 			}
 		}
 	}
@@ -285,7 +285,7 @@ func (b *Bridge) modernSnapshot() []ModernSnapshot {
 // snapshot describes the call; ex is its exchange if it is parked.
 func (mc *ModernCall) snapshot(ex *exchange) ModernSnapshot {
 	m := ModernSnapshot{Principal: mc.owner.Name, Method: mc.method, Target: mc.target, Started: mc.started,
-		State: ModernRunning, Leased: mc.lease != nil, owner: mc.owner.Key}
+		State: ModernRunning, owner: mc.owner.Key}
 	if mc.Listen() {
 		m.State = ModernListening
 	}
@@ -294,8 +294,8 @@ func (mc *ModernCall) snapshot(ex *exchange) ModernSnapshot {
 		exp := ex.expires
 		m.Expires = &exp
 	}
-	if mc.sess != nil {
-		m.ChildPid = mc.sess.ChildPid()
+	if r := mc.run; r != nil {
+		m.Leased, m.ChildPid = r.lease != nil, r.u.pid()
 	}
 	return m
 }

@@ -51,11 +51,7 @@ type Stream struct {
 	// put here; anything else is routed elsewhere.
 	jsonOnly bool
 	wake     chan struct{} // capacity 1: "something changed"
-	// parked: a modern call waits for its client's retry (MRTR); what
-	// the child sends for it meanwhile, but requests and its answer, is
-	// dropped.
-	parked bool
-	gone   chan struct{} // closed when the current client lets go (Detach)
+	gone     chan struct{} // closed when the current client lets go (Detach)
 
 	// Guarded by the session's logMu.
 	seq     int64       // number of the last event given an id; the priming event is 0
@@ -146,12 +142,6 @@ const (
 func (st *Stream) push(msg []byte, response bool) bool {
 	s := st.sess
 	st.mu.Lock()
-	if msg != nil && st.parked && !response {
-		if f, err := scanFields(msg); err == nil && !f.id.ok() {
-			s.b.stats.ParkedDrops.Add(1)
-			msg = nil
-		}
-	}
 	if msg != nil {
 		cfg := &s.b.cfg
 		logged := st.resumable && !st.get

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-bridge/mcp-bridge/stdio"
@@ -18,86 +19,114 @@ import (
 // route.go's; this file is what happens when it says nothing more.
 
 // watch handles the child's end: every request in flight fails at once
-// with the exit status and the last lines of stderr. In per-session mode
-// the session ends with it; a shared child is restarted.
+// with the exit status and the last lines of stderr. A child of one
+// client's ends its clients with it; a shared child is restarted, within
+// its breaker.
 func (u *upstream) watch(child child) {
 	u.waitExit(child)
-	err := child.Err()
-	tail := child.StderrTail()
-	status := exitStatus(err)
-	// A child the bridge's shutdown stopped did not fail: its requests
-	// are told the bridge is shutting down, whoever they are for (a
-	// session's ended with that reason already; a 2026-07-28 call's has
-	// no session of a client's to carry it).
-	ended := "the MCP server process exited (" + status + ")"
+	x := exited{child: child, status: exitStatus(child.Err()), tail: child.StderrTail()}
 	closing := u.b.phaseNow() == phaseClosed
-
 	u.mu.Lock()
-	if u.child == child {
-		u.child = nil
-	}
-	stopping := u.stopping
-	unresponsive := u.unresponsive == child
-	exited := u.exitCounterLocked()
-	data := map[string]any{"exitStatus": status}
-	if len(tail) > 0 {
-		data["stderr"] = strings.Join(tail, "\n")
-	}
-	if closing && stopping {
-		ended = reasonShutdown
-	}
-	ending := u.failAllLocked(ended, data)
-	if u.role.multiplexed() {
-		u.initFailedLocked(child, &Error{Kind: KindUnavailable, Code: CodeChildExited,
-			Message: "the MCP server exited (" + status + ") before it initialized; try again shortly"}, false)
-	}
-	restart := u.role.multiplexed() && !stopping && u.breakerLocked()
-	if !restart {
-		if u.role.multiplexed() {
-			down := ErrSharedDown
-			if stopping {
-				down = ErrClosing
-			}
-			u.downLocked(down)
-		}
-		ending = ending[:0]
-		for s := range u.sessions {
-			if s.endReason == "" {
-				s.endReason = "the MCP server process exited (" + status + ")"
-			}
-			ending = append(ending, s)
-		}
-	}
+	u.exitedLocked(&x, closing)
 	u.mu.Unlock()
-	if !restart {
+	if !x.restart {
 		u.giveSlot() // gone, and nothing follows it; a restart keeps the slot
 	}
-
-	switch {
-	case unresponsive:
-		u.b.stats.ChildrenUnresponsive.Add(1)
-		u.logger().Info("child stopped: it could no longer answer", "child_pid", child.Pid(), "child_exit", status, "restart", restart)
-	case stopping:
-		u.b.stats.ChildrenExitedOK.Add(1)
-		exited.Add(1)
-		u.logger().Info("child stopped", "child_pid", child.Pid(), "child_exit", status)
-	case u.role.multiplexed():
-		u.b.stats.ChildrenCrashed.Add(1)
-		u.logger().Warn("the shared child exited", "child_pid", child.Pid(), "child_exit", status, "stderr_tail", tail, "restart", restart)
-	default:
-		u.b.stats.ChildrenCrashed.Add(1)
-		u.logger().Warn("child exited; session ended", "child_exit", status, "child_pid", child.Pid(), "stderr_tail", tail)
+	u.logExit(&x)
+	for _, p := range x.ending {
+		p.end()
 	}
-	for _, s := range ending {
-		s.end()
-	}
-	if (len(ending) == 0 && !u.role.multiplexed() && !stopping) || (stopping && !restart) {
+	if (len(x.ending) == 0 && !u.role.multiplexed() && !x.stopping) || (x.stopping && !x.restart) {
 		// A waiting child died, or a child the bridge stopped gave its
 		// slot back: the warm pool may refill.
 		u.b.kickPool()
 	}
-	if restart {
+	if x.restart {
 		u.restart()
+	}
+}
+
+// exited is what a child's end means to its upstream (exitedLocked).
+type exited struct {
+	child        child
+	status       string   // how it ended, in os.ProcessState's words
+	tail         []string // the last lines of its stderr
+	stopping     bool     // the bridge stopped it
+	unresponsive bool     // the bridge stopped it because it could no longer answer
+	restart      bool     // a shared child, started again
+	counter      *atomic.Int64
+	ending       []party // the clients that end with it
+}
+
+// exitedLocked records the child's end: what was in flight fails, a
+// shared child's sessions waiting for it learn it did not initialize, and
+// unless it restarts, its clients end. Called with mu held.
+func (u *upstream) exitedLocked(x *exited, closing bool) {
+	if u.child == x.child {
+		u.child = nil
+	}
+	x.stopping, x.unresponsive = u.stopping, u.unresponsive == x.child
+	x.counter = u.exitCounterLocked()
+	data := map[string]any{"exitStatus": x.status}
+	if len(x.tail) > 0 {
+		data["stderr"] = strings.Join(x.tail, "\n")
+	}
+	// A child the bridge's shutdown stopped did not fail: its requests
+	// are told the bridge is shutting down, whoever they are for (a
+	// session's ended with that reason already; a 2026-07-28 call's has
+	// no session of a client's to carry it).
+	ended := "the MCP server process exited (" + x.status + ")"
+	if closing && x.stopping {
+		ended = reasonShutdown
+	}
+	x.ending = u.failAllLocked(ended, data)
+	if u.role.multiplexed() {
+		u.initFailedLocked(x.child, &Error{Kind: KindUnavailable, Code: CodeChildExited,
+			Message: "the MCP server exited (" + x.status + ") before it initialized; try again shortly"}, false)
+		x.restart = !x.stopping && u.breakerLocked()
+		if !x.restart {
+			down := ErrSharedDown
+			if x.stopping {
+				down = ErrClosing
+			}
+			u.downLocked(down)
+		}
+	}
+	if !x.restart {
+		x.ending = u.endingLocked("the MCP server process exited (" + x.status + ")")
+	}
+}
+
+// endingLocked says why the child's clients end (reason, to those that do
+// not know why yet) and returns them. Called with mu held.
+func (u *upstream) endingLocked(reason string) []party {
+	ending := make([]party, 0, len(u.parties))
+	for p := range u.parties {
+		if ps := p.party(); ps.endReason == "" {
+			ps.endReason = reason
+		}
+		ending = append(ending, p)
+	}
+	return ending
+}
+
+// logExit logs and counts a child's end.
+func (u *upstream) logExit(x *exited) {
+	pid := x.child.Pid()
+	switch {
+	case x.unresponsive:
+		u.b.stats.ChildrenUnresponsive.Add(1)
+		u.logger().Info("child stopped: it could no longer answer", "child_pid", pid, "child_exit", x.status, "restart", x.restart)
+	case x.stopping:
+		u.b.stats.ChildrenExitedOK.Add(1)
+		x.counter.Add(1)
+		u.logger().Info("child stopped", "child_pid", pid, "child_exit", x.status)
+	case u.role.multiplexed():
+		u.b.stats.ChildrenCrashed.Add(1)
+		u.logger().Warn("the shared child exited", "child_pid", pid, "child_exit", x.status, "stderr_tail", x.tail, "restart", x.restart)
+	default:
+		u.b.stats.ChildrenCrashed.Add(1)
+		u.logger().Warn("child exited; session ended", "child_exit", x.status, "child_pid", pid, "stderr_tail", x.tail)
 	}
 }
 
@@ -168,41 +197,34 @@ func (u *upstream) unanswerable(child child, reason, warn string) {
 		u.initFailedLocked(child, &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: reason + "; try again shortly"}, false)
 	}
 	u.mu.Unlock()
-	for _, s := range ending {
-		s.end()
+	for _, p := range ending {
+		p.end()
 	}
 	u.stopUnresponsive(child, reason)
 }
 
 // failAllLocked fails every request in flight with -32005: with reason,
-// or the reason its session ended, and data. It returns the sessions of a
-// shared child whose initialize it failed: they end, as their clients
-// have no session.
-func (u *upstream) failAllLocked(reason string, data map[string]any) []*Session {
-	var initFailed []*Session
+// or the reason its party is ending, and data. It returns the parties
+// that end with it: sessions whose initialize on a shared child failed,
+// whose clients have no session.
+func (u *upstream) failAllLocked(reason string, data map[string]any) []party {
+	var ending []party
 	for id := range u.calls {
 		c := u.settleLocked(id)
-		if c.sess == nil {
+		if c.party == nil {
 			if c.answered != nil {
 				c.answered <- errors.New(reason)
 			}
 			continue
 		}
-		c.sess.doneLocked(c)
-		r := c.sess.endReason
-		if r == "" {
-			r = reason
+		if c.party.takeFailureLocked(c, CodeChildExited, reason, data) {
+			ending = append(ending, c.party)
 		}
-		if c.init && u.role.multiplexed() {
-			c.sess.endReason = "its initialize failed: " + r
-			initFailed = append(initFailed, c.sess)
-		}
-		c.sess.answerLocked(c, errorResponse(c.clientID, CodeChildExited, r, data))
 	}
 	if u.mux != nil {
 		clear(u.mux.serverReqs)
 	}
-	return initFailed
+	return ending
 }
 
 // stopUnresponsive stops a child that can no longer serve, with the grace
@@ -212,11 +234,7 @@ func (u *upstream) stopUnresponsive(child child, reason string) {
 	u.mu.Lock()
 	u.unresponsive, u.unresponsiveWhy = child, reason
 	if !u.role.multiplexed() {
-		for s := range u.sessions {
-			if s.endReason == "" {
-				s.endReason = reason
-			}
-		}
+		u.endingLocked(reason)
 	}
 	u.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*u.b.cfg.StopGrace+time.Second)
@@ -253,14 +271,10 @@ func (u *upstream) expire(id int64, c *call, d time.Duration) {
 	child := u.child
 	u.mu.Unlock()
 	u.b.stats.RequestsTimedOut.Add(1)
-	flag := "--request-timeout"
-	if c.init {
-		flag = "--init-timeout"
-	}
-	msg := fmt.Sprintf("the MCP server did not answer %s within %v (%s)", c.method, d, flag)
+	msg := timeoutMessage(c, d)
 	log := u.logger()
-	if c.sess != nil {
-		log = c.sess.log
+	if c.party != nil {
+		log = c.party.party().log
 	}
 	if c.init {
 		log.Warn("the MCP server did not answer initialize in time; stopping it", "child_id", id, "timeout", d)
@@ -270,40 +284,47 @@ func (u *upstream) expire(id int64, c *call, d time.Duration) {
 			u.write(child, [][]byte{cancelNotification(id, msg)})
 		}
 	}
-
 	u.mu.Lock()
-	if !c.init {
-		if u.calls[id] != c {
-			u.mu.Unlock()
-			return // answered or failed while the cancel was written
-		}
-		u.settleLocked(id)
+	if !c.init && u.calls[id] != c {
+		u.mu.Unlock()
+		return // answered or failed while the cancel was written
 	}
-	if c.sess != nil {
-		c.sess.doneLocked(c)
-		c.sess.touchLocked() // the session idles from now, not from its last message
-		if !c.sess.closed {
-			c.sess.answerLocked(c, errorResponse(c.clientID, CodeRequestTimeout, msg, nil))
-		}
-	} else if c.answered != nil {
-		c.answered <- &Error{Kind: KindUnavailable, Code: CodeRequestTimeout, Message: msg}
-	}
+	u.settleLocked(id)
+	ends := u.timedOutLocked(c, msg)
 	// A restart's own initialize (answered) fails the restart instead.
 	stop := c.init && c.answered == nil && child != nil && u.child == child && !u.stopping
 	if stop && u.role.multiplexed() {
 		u.initFailedLocked(child, &Error{Kind: KindUnavailable, Code: CodeRequestTimeout, Message: msg}, false)
-		if c.sess != nil && c.sess.endReason == "" {
-			c.sess.endReason = "its initialize failed: " + msg
-		}
 	}
 	u.mu.Unlock()
-	if !stop {
-		return
+	if ends {
+		c.party.end() // its client has no session
 	}
-	if c.sess != nil && u.role.multiplexed() {
-		c.sess.end() // its client has no session
+	if stop {
+		u.stopUnresponsive(child, msg)
 	}
-	u.stopUnresponsive(child, msg)
+}
+
+// timeoutMessage is what a client is told of its request c that the
+// child did not answer within d, naming the flag that says so.
+func timeoutMessage(c *call, d time.Duration) string {
+	flag := "--request-timeout"
+	if c.init {
+		flag = "--init-timeout"
+	}
+	return fmt.Sprintf("the MCP server did not answer %s within %v (%s)", c.method, d, flag)
+}
+
+// timedOutLocked answers c, settled, with the timeout error msg, and
+// reports whether its party ends with it. Called with mu held.
+func (u *upstream) timedOutLocked(c *call, msg string) bool {
+	if c.party != nil {
+		return c.party.takeFailureLocked(c, CodeRequestTimeout, msg, nil)
+	}
+	if c.answered != nil {
+		c.answered <- &Error{Kind: KindUnavailable, Code: CodeRequestTimeout, Message: msg}
+	}
+	return false
 }
 
 // cancelNotification is notifications/cancelled for the child's request id.
@@ -446,16 +467,16 @@ func (u *upstream) reinitialize(child child) error {
 	return nil
 }
 
-// endAll ends every session of the upstream.
+// endAll ends every client of the upstream.
 func (u *upstream) endAll() {
 	u.mu.Lock()
-	var all []*Session
-	for s := range u.sessions {
-		all = append(all, s)
+	all := make([]party, 0, len(u.parties))
+	for p := range u.parties {
+		all = append(all, p)
 	}
 	u.mu.Unlock()
-	for _, s := range all {
-		s.end()
+	for _, p := range all {
+		p.end()
 	}
 }
 

@@ -38,12 +38,12 @@ type resultHints struct {
 	forceScope bool
 }
 
-// decorateResult returns the response msg (a JSON-RPC response with a
+// decorateResult returns the response m (a JSON-RPC response with a
 // result) with h's members added to its result. A message that is not
 // such a response is returned as it is.
-func decorateResult(msg []byte, h resultHints) []byte {
-	f, err := scanFields(msg)
-	if err != nil || !f.result.ok() {
+func decorateResult(m *childMsg, h resultHints) []byte {
+	msg, f := m.raw, m.f
+	if !f.result.ok() {
 		return msg
 	}
 	res := f.result.of(msg)
@@ -126,9 +126,9 @@ const (
 // reserves (-32020 to -32099), which means something else there, becomes
 // -32603 with the child's code in data.childCode. It reports the code the
 // client gets.
-func translateError(msg []byte) ([]byte, int) {
-	f, err := scanFields(msg)
-	if err != nil || !f.error.ok() {
+func translateError(m *childMsg) ([]byte, int) {
+	msg, f := m.raw, m.f
+	if !f.error.ok() {
 		return msg, 0
 	}
 	e := f.error.of(msg)
@@ -270,4 +270,36 @@ func resultMessage(id []byte, result any) []byte {
 		return errorResponse(id, CodeInternalError, "mcp-bridge: cannot encode a result", nil)
 	}
 	return b
+}
+
+// discoverResult is server/discover for a legacy child, from its
+// InitializeResult: what it can do, said the 2026-07-28 way.
+func discoverResult(u *upstream, id []byte, scope string) []byte {
+	var r struct {
+		Capabilities map[string]json.RawMessage `json:"capabilities"`
+		ServerInfo   json.RawMessage            `json:"serverInfo"`
+		Instructions string                     `json:"instructions"`
+	}
+	_ = json.Unmarshal(u.initResult(), &r)
+	caps := r.Capabilities
+	if caps == nil {
+		caps = map[string]json.RawMessage{}
+	}
+	// Tasks are an extension in 2026-07-28, negotiated apart; a legacy
+	// child's are not served to modern clients.
+	delete(caps, "tasks")
+	out := map[string]any{
+		"resultType":        "complete",
+		"supportedVersions": ModernVersions,
+		"capabilities":      caps,
+		"ttlMs":             0,
+		"cacheScope":        scope,
+	}
+	if len(r.ServerInfo) > 0 {
+		out["_meta"] = map[string]json.RawMessage{metaServerInfo: r.ServerInfo}
+	}
+	if r.Instructions != "" {
+		out["instructions"] = r.Instructions
+	}
+	return resultMessage(id, out)
 }

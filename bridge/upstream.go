@@ -45,9 +45,9 @@ type upstream struct {
 	mu       sync.Mutex
 	child    child // nil while a shared child restarts
 	calls    map[int64]*call
-	nextID   int64 // child-side ids of requests, and progress tokens
-	sessions map[*Session]bool
-	stopping bool // the bridge stops the child: no restart
+	nextID   int64          // child-side ids of requests, and progress tokens
+	parties  map[party]bool // its clients: sessions, and the 2026-07-28 layer's calls and listens
+	stopping bool           // the bridge stops the child: no restart
 	// unresponsive is the child the bridge is stopping because it can no
 	// longer answer (its stdout closed, or initialize timed out): its exit
 	// is counted as such, and a shared one is restarted as after a crash.
@@ -93,12 +93,17 @@ func (r role) multiplexed() bool { return r >= roleShared }
 
 // call is one request in flight on the child.
 type call struct {
-	sess     *Session // nil for the bridge's own requests: their answer is dropped
-	clientID []byte   // byte for byte as the client sent it
-	token    []byte   // the client's progress token, if any
-	st       *Stream
-	init     bool   // an initialize request
-	method   string // for the log
+	id       int64   // the child-side id
+	party    party   // whose request it is; nil for the bridge's own: their answer is dropped
+	clientID []byte  // byte for byte as the client sent it
+	token    []byte  // the client's progress token, if any
+	st       *Stream // the stream of a session's request that carries its answer
+	init     bool    // an initialize request
+	method   string  // for the log
+	// quiet: a request that takes nothing the child sends but its answer
+	// and what names it (a 2026-07-28 child's listen, open for as long as
+	// its client stays): it never makes the request beside it ambiguous.
+	quiet bool
 	// answered hears the outcome of a request of the bridge's own that
 	// someone waits for (a readiness ping, a restarted child's
 	// initialize); capacity 1.
@@ -112,16 +117,16 @@ type call struct {
 
 func newUpstream(b *Bridge, r role) *upstream {
 	u := &upstream{
-		b:        b,
-		role:     r,
-		calls:    make(map[int64]*call),
-		sessions: make(map[*Session]bool),
-		freed:    make(chan struct{}),
+		b:       b,
+		role:    r,
+		calls:   make(map[int64]*call),
+		parties: make(map[party]bool),
+		freed:   make(chan struct{}),
 	}
 	if r.multiplexed() {
 		u.mux = &muxState{
-			subs:       make(map[string]map[*Session]bool),
-			serverReqs: make(map[string]*Session),
+			subs:       make(map[string]map[party]bool),
+			serverReqs: make(map[string]party),
 			gate:       newGate(nil),
 		}
 	}
@@ -143,6 +148,47 @@ func (u *upstream) gateLocked() *initGate {
 func (u *upstream) deadLocked() bool { return u.mux != nil && u.mux.dead }
 
 func (u *upstream) logger() *slog.Logger { return u.logp.Load() }
+
+// setLogger labels the upstream's lines (a pooled child meets its
+// session, a lease is marked as one).
+func (u *upstream) setLogger(l *slog.Logger) { u.logp.Store(l) }
+
+// alive reports whether the child runs and is not being stopped: it may
+// take a client.
+func (u *upstream) alive() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.child != nil && !u.stopping
+}
+
+// going reports whether the child is down for good (its breaker
+// tripped), or being stopped.
+func (u *upstream) going() (dead, stopping bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.deadLocked(), u.stopping
+}
+
+// pid is the child's pid, 0 while none runs.
+func (u *upstream) pid() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.child == nil {
+		return 0
+	}
+	return u.child.Pid()
+}
+
+// speak records what the child speaks, and, for a modern child, its
+// DiscoverResult (what it can do: capability).
+func (u *upstream) speak(era childEra, discovered []byte) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.era = era
+	if discovered != nil {
+		u.discovered = discovered
+	}
+}
 
 // start spawns the child. log labels its lines (with the session in
 // per-session mode).
@@ -223,7 +269,7 @@ func (u *upstream) register(c *call, m *Message) []byte {
 	u.trackLocked(id, c)
 	idBytes := strconv.AppendInt(nil, id, 10)
 	out := splice(m.Raw, m.f.id, idBytes)
-	if tok := progressToken(m.Raw, m.f.params); tok != nil {
+	if tok := m.progressToken(); tok != nil {
 		// The child sees the request's own child-side id as its token:
 		// unique on the child even when sessions pick the same tokens.
 		c.token = bytes.Clone(tok)
@@ -265,6 +311,7 @@ func (u *upstream) write(child child, lines [][]byte) {
 // trackLocked puts c in flight under id with its deadline: --init-timeout
 // for initialize, --request-timeout for the rest (expire).
 func (u *upstream) trackLocked(id int64, c *call) {
+	c.id = id
 	u.calls[id] = c
 	d := u.b.cfg.RequestTimeout
 	if c.init {
@@ -350,24 +397,12 @@ func (u *upstream) pauseLocked(c *call) {
 	}
 }
 
-// rearmLocked gives c, the request id, a new deadline when its call
-// resumes. Called with mu held.
-func (u *upstream) rearmLocked(id int64, c *call) {
+// rearmLocked gives c a new deadline when its call resumes. Called with
+// mu held.
+func (u *upstream) rearmLocked(c *call) {
 	if d := u.b.cfg.RequestTimeout; d > 0 && c.timer == nil {
-		c.timer = time.AfterFunc(d, func() { u.expire(id, c, d) })
+		c.timer = time.AfterFunc(d, func() { u.b.spawn(func() { u.expire(c.id, c, d) }) })
 	}
-}
-
-// clientCallsLocked is the number of requests of clients in flight (the
-// bridge's own not counted). Called with mu held.
-func (u *upstream) clientCallsLocked() int {
-	n := 0
-	for _, c := range u.calls {
-		if c.sess != nil {
-			n++
-		}
-	}
-	return n
 }
 
 // ask sends the child a request of the bridge's own and returns its
