@@ -91,6 +91,10 @@ type ModernCall struct {
 	// queued are messages of the bridge's own to give before any from
 	// the child (its answer, a listen's acknowledgement).
 	queued [][]byte
+	// early is what Await took for TakeOnly or the stream's first
+	// batch; sse says an SSE writer reads the call (Begin).
+	early [][]byte
+	sse   bool
 	// run is the call's request on a child (nil when the bridge answers
 	// it itself): what a retry takes over from a parked call.
 	run *run
@@ -308,12 +312,93 @@ func (mc *ModernCall) submit(u *upstream, m *Message, quiet bool) error {
 // stays open, so the transport answers it as SSE.
 func (mc *ModernCall) Listen() bool { return mc.method == "subscriptions/listen" }
 
-// Next returns what is to go to the client now, and whether the final
+// A ModernCall is read as every Reader (reader.go). What Await finds
+// waits in early for TakeOnly, or for Next once the answer is a stream.
+
+// Await waits up to d (d <= 0: for as long as it takes) for what goes to
+// the client first, or the final answer. An *Error is the answer, with an
+// HTTP status of its own.
+func (mc *ModernCall) Await(ctx context.Context, d time.Duration) error {
+	var timeout <-chan time.Time
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	msgs, _, err := mc.next(ctx, timeout)
+	mc.early = append(mc.early, msgs...)
+	return err
+}
+
+// TakeOnly takes the final answer if it is all that is to go to the
+// client: a plain JSON body.
+func (mc *ModernCall) TakeOnly() ([]byte, bool) {
+	if !mc.state.over() || len(mc.early) != 1 {
+		return nil, false
+	}
+	m := mc.early[0]
+	mc.early = nil
+	return m, true
+}
+
+// Collect gives the final answer alone, for a client that takes one JSON
+// body: what comes before it (progress, log messages) has nowhere to go.
+func (mc *ModernCall) Collect(ctx context.Context, buf [][]byte) ([][]byte, error) {
+	last := mc.early
+	mc.early = nil
+	for !mc.state.over() || len(mc.queued) > 0 {
+		msgs, _, err := mc.next(ctx, nil)
+		if err != nil {
+			return buf, err
+		}
+		if len(msgs) > 0 {
+			last = msgs
+		}
+	}
+	if len(last) == 0 {
+		return buf, nil
+	}
+	return append(buf, last[len(last)-1]), nil
+}
+
+// Begin says an SSE writer reads the call from now: an answer that is an
+// error goes out as the stream's final message. A call never primes.
+func (mc *ModernCall) Begin(ServeOptions) (Event, bool) {
+	mc.sse = true
+	return Event{}, false
+}
+
+// Next is the Source's: what next gives, as events without ids (a
+// 2026-07-28 stream cannot be resumed), after what Await found first.
+func (mc *ModernCall) Next(ctx context.Context, tick <-chan time.Time, buf []Event) ([]Event, bool, error) {
+	msgs := mc.early
+	mc.early = nil
+	final := mc.state.over()
+	if len(msgs) == 0 {
+		var err error
+		msgs, final, err = mc.next(ctx, tick)
+		if e, ok := err.(*Error); ok && mc.sse {
+			// The answer is an error, and the stream has begun: it is
+			// the stream's final message.
+			msgs, final, err = append(msgs, ErrorBody(e)), true, nil
+		}
+		if err != nil {
+			return buf, false, err
+		}
+	}
+	for _, m := range msgs {
+		buf = append(buf, Event{Data: m})
+	}
+	return buf, final, nil
+}
+
+// next returns what is to go to the client now, and whether the final
 // message is among it. It waits for something until ctx ends (its error
 // is returned) or timeout fires (nothing, not final). An *Error returned
 // answers the request: HTTP 400 or 404 if nothing has been written yet,
-// else as the final message in the stream (ErrorBody).
-func (mc *ModernCall) Next(ctx context.Context, timeout <-chan time.Time) ([][]byte, bool, error) {
+// else as the final message in the stream (Next, once an SSE writer reads
+// the call).
+func (mc *ModernCall) next(ctx context.Context, timeout <-chan time.Time) ([][]byte, bool, error) {
 	if len(mc.queued) > 0 {
 		out := mc.queued
 		mc.queued = nil

@@ -18,11 +18,11 @@ import (
 // which a client that lost the connection can have it again
 // (Session.Resume).
 //
-// A transport reads a Stream with one call, which keeps the calling order
-// in one place: Serve writes it as SSE; Collect gathers the responses for
-// one JSON body; Await, then TakeOnly or Serve, is the choice between the
-// two. Each of them lets go of the stream if the client leaves. Detach
-// lets go without reading; it may be called again, and after the others.
+// A transport reads a Stream as every Reader (reader.go): Pump writes it
+// as SSE; Collect gathers the responses for one JSON body; Await, then
+// TakeOnly or Pump, is the choice between the two. Each of them lets go
+// of the stream if the client leaves. Detach lets go without reading; it
+// may be called again, and after the others.
 type Stream struct {
 	sess *Session
 	id   int64 // unique within the bridge, so an id of one session names nothing in another
@@ -356,7 +356,12 @@ func (st *Stream) clearLocked() {
 // stream is complete. A client that has lost events, which aged out of the
 // log before it read them, gets ErrStreamBehind: the transport drops the
 // connection, and the client's resume is told what happened.
-func (st *Stream) next(buf []Event) ([]Event, bool, error) {
+func (st *Stream) next(buf []Event) ([]Event, bool, error) { return st.events(buf, false) }
+
+// events is next; plain is for a transport without event ids or
+// resumption (the 2024-11-05 HTTP+SSE transport): the events get no ids,
+// and the pending messages do not go to the log.
+func (st *Stream) events(buf []Event, plain bool) ([]Event, bool, error) {
 	s := st.sess
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -367,14 +372,18 @@ func (st *Stream) next(buf []Event) ([]Event, bool, error) {
 		return buf, false, ErrStreamBehind
 	}
 	for _, k := range st.unreadLocked() {
-		buf = append(buf, Event{ID: st.eventID(k.n), Data: k.data})
+		ev := Event{Data: k.data}
+		if !plain {
+			ev.ID = st.eventID(k.n)
+		}
+		buf = append(buf, ev)
 	}
 	for i, m := range st.msgs {
-		id := ""
-		if st.resumable {
-			id = st.eventID(s.commitLocked(st, m, true))
+		ev := Event{Data: m}
+		if st.resumable && !plain {
+			ev.ID = st.eventID(s.commitLocked(st, m, true))
 		}
-		buf = append(buf, Event{ID: id, Data: m})
+		buf = append(buf, ev)
 		st.msgs[i] = nil
 	}
 	s.logMu.Unlock()
@@ -413,138 +422,20 @@ func (st *Stream) release(r uint64) {
 	st.sess.detach(st, r)
 }
 
-// ServeOptions say how a transport frames a stream for Serve.
-type ServeOptions struct {
-	// KeepAlive, when positive, is how long the stream may be quiet
-	// before Serve emits an empty batch, which the transport writes as a
-	// keep-alive. Zero: no keep-alives.
-	KeepAlive time.Duration
-	// MaxDuration, when positive, ends the stream's connection after that
-	// long without ending the stream, on a stream that primes (2025-11-25:
-	// "the server MAY close the connection without terminating the SSE
-	// stream"): the client reconnects after the priming event's retry,
-	// with Last-Event-ID, and gets the rest.
-	MaxDuration time.Duration
-	// Cut drops the transport's connection, from another goroutine, when
-	// its client falls so far behind that events it has not read age out
-	// of the session's log (see push). It must not block or call back into
-	// the bridge. Nil: the connection is never cut; the client still
-	// learns what it lost when it resumes.
-	Cut func()
-	// Plain is for a transport without event ids or resumption (the
-	// 2024-11-05 HTTP+SSE transport): no priming event, and events get no
-	// ids, so a GET stream's messages do not go to the log either.
-	Plain bool
-}
-
-// Serve writes the stream to its client through emit until the stream is
-// complete (nil), ctx ends, emit fails, or the client falls so far behind
-// that events it had not read aged out (ErrStreamBehind). It is the one
-// place where the calling order of a stream is written down:
-//
-//  1. On a stream that primes, the priming event, emitted on its own and
-//     before the reader is registered: a burst that outran it could
-//     otherwise cut the connection before the client had an id to resume
-//     from. It is an Event with an ID and no Data.
-//  2. The reader is registered with its Cut.
-//  3. Events, in batches as they come; an empty batch after KeepAlive of
-//     quiet; MaxDuration ends the connection.
-//
-// emit writes one batch and pushes it to the client (an SSE event held in a
-// buffer is an event late); Serve does not keep the events after it
-// returns. Whatever ends Serve but the stream's completion lets go of the
-// reader (Detach): the responses still owed stay with the session.
+// Serve writes the stream to its client through emit, as Pump does, and
+// lets go of the reader when it is done, whatever ended it: the
+// responses still owed stay with the session.
 func (st *Stream) Serve(ctx context.Context, o ServeOptions, emit func([]Event) error) error {
-	defer st.release(st.attachment())
-	primes := !o.Plain && st.primes()
-	if primes {
-		if err := emit([]Event{{ID: st.primeID()}}); err != nil {
-			return err
-		}
-	}
-	st.setCut(o.Cut)
-	var tick <-chan time.Time
-	if o.KeepAlive > 0 {
-		t := time.NewTicker(o.KeepAlive)
-		defer t.Stop()
-		tick = t.C
-	}
-	wait := ctx
-	if primes && o.MaxDuration > 0 {
-		var cancel context.CancelFunc
-		wait, cancel = context.WithTimeout(ctx, o.MaxDuration)
-		defer cancel()
-	}
-	var evs []Event
-	for first := true; ; first = false {
-		var final bool
-		var err error
-		if o.Plain {
-			evs, final, err = st.nextPlain(evs[:0])
-		} else {
-			evs, final, err = st.next(evs[:0])
-		}
-		if err != nil {
-			return err
-		}
-		// wait returns with nothing to take only when the ticker fired:
-		// an empty batch then is a keep-alive.
-		if len(evs) > 0 || !first && !final {
-			err := emit(evs)
-			clear(evs) // a big message is not held until the next batch
-			if err != nil {
-				return err
-			}
-		}
-		if final {
-			return nil
-		}
-		if err := st.wait(wait, tick); err != nil {
-			return err
-		}
-	}
-}
-
-// nextPlain is next for a transport without event ids: what take takes,
-// as events without ids, after the same check as next's that the client
-// has lost nothing.
-func (st *Stream) nextPlain(buf []Event) ([]Event, bool, error) {
-	s := st.sess
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	s.logMu.Lock()
-	if st.behind || st.cursor <= st.evicted {
-		st.behind = true
-		s.logMu.Unlock()
-		return buf, false, ErrStreamBehind
-	}
-	for _, k := range st.unreadLocked() {
-		buf = append(buf, Event{Data: k.data})
-	}
-	s.logMu.Unlock()
-	for _, m := range st.msgs {
-		buf = append(buf, Event{Data: m})
-	}
-	st.clearLocked()
-	if st.final {
-		st.letGoLocked()
-	}
-	return buf, st.final, nil
+	x := st.read()
+	defer x.Close()
+	return Pump(ctx, x, o, emit)
 }
 
 // Collect gathers every response the stream owes, appended to buf, for a
 // client that takes one JSON body. If ctx ends first it lets go of the
 // reader and returns ctx's error: the responses stay with the session.
 func (st *Stream) Collect(ctx context.Context, buf [][]byte) ([][]byte, error) {
-	r := st.attachment()
-	for final := false; !final; {
-		if err := st.wait(ctx, nil); err != nil {
-			st.release(r)
-			return buf, err
-		}
-		buf, final = st.take(buf)
-	}
-	return buf, nil
+	return st.read().Collect(ctx, buf)
 }
 
 // Await waits up to d (d <= 0: for as long as it takes) for the stream's
@@ -552,18 +443,7 @@ func (st *Stream) Collect(ctx context.Context, buf [][]byte) ([][]byte, error) {
 // to answer: TakeOnly for a plain JSON body, else Serve. If ctx ends
 // first it lets go of the reader and returns ctx's error.
 func (st *Stream) Await(ctx context.Context, d time.Duration) error {
-	r := st.attachment()
-	var timeout <-chan time.Time
-	if d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		timeout = t.C
-	}
-	if err := st.wait(ctx, timeout); err != nil {
-		st.release(r)
-		return err
-	}
-	return nil
+	return st.read().Await(ctx, d)
 }
 
 // ID is the stream's id, the part of its event ids before "_".

@@ -246,7 +246,7 @@ type outbound struct {
 	rec    *record          // nil: the stream answers no POST of this request (GET, resume)
 	// call is the 2026-07-28 call the POST is, if it is one: the record
 	// learns its MRTR exchange from it.
-	call *bridge.ModernCall
+	call bridge.Call
 }
 
 // message prepares msg for the client and tells the record.
