@@ -253,7 +253,12 @@ func testSharedFirstStartFails(t *testing.T, p peer) {
 			case !stateless && (err != nil || r.Error == nil || r.Error.Code != CodeChildExited):
 				t.Fatalf("first initialize: %v %+v, want a -32005 answer", err, r)
 			}
-			if s != nil {
+			switch {
+			case s != nil && stateless:
+				// Answered by the restarted child: a stateless request's
+				// session lives until its request is done.
+				s.Close()
+			case s != nil:
 				until(t, "the failed session ended", func() bool { return s.isClosed() })
 			}
 
