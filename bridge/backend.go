@@ -26,9 +26,9 @@ type backend interface {
 	// the call answer it (ModernCall.answer).
 	start(ctx context.Context, mc *ModernCall, m *Message) error
 	// translate turns what the child sent for the call into what its
-	// client gets. An *Error answers the request with an HTTP status
-	// (httpKind), when it comes first.
-	translate(mc *ModernCall, items []childMsg) ([][]byte, error)
+	// client gets, with what the bridge read of it. An *Error answers the
+	// request with an HTTP status (httpKind), when it comes first.
+	translate(mc *ModernCall, items []childMsg) ([]Event, error)
 	// leveled reports whether the child's log level is the bridge's to
 	// set (a modern request carries its own).
 	leveled() bool
@@ -71,17 +71,17 @@ func (passthrough) start(_ context.Context, mc *ModernCall, m *Message) error {
 	return nil
 }
 
-func (passthrough) translate(mc *ModernCall, items []childMsg) ([][]byte, error) {
-	var out [][]byte
+func (passthrough) translate(mc *ModernCall, items []childMsg) ([]Event, error) {
+	var out []Event
 	for i := range items {
 		m := &items[i]
 		switch m.kind {
 		case Response:
-			msg, err := passthroughAnswer(mc, m, len(out) == 0)
+			ev, err := passthroughAnswer(mc, m, len(out) == 0)
 			if err != nil {
 				return nil, err
 			}
-			out = appendNonNil(out, msg)
+			out = appendEvent(out, ev)
 		case Request:
 			// A 2026-07-28 server asks its client through input_required
 			// results, which pass through; a request of its own has no
@@ -89,7 +89,7 @@ func (passthrough) translate(mc *ModernCall, items []childMsg) ([][]byte, error)
 			refuseRequest(mc, m)
 		default:
 			if m.method == methodProgress || m.method == methodLogMessage || mc.Listen() {
-				out = append(out, m.raw) // a listen's, stamped by the child
+				out = append(out, otherEvent(m.raw)) // a listen's, stamped by the child
 			}
 		}
 	}
@@ -99,18 +99,17 @@ func (passthrough) translate(mc *ModernCall, items []childMsg) ([][]byte, error)
 // passthroughAnswer is what a modern child's answer m becomes: an error
 // with an HTTP status of its own while the response has not begun
 // (first), else the answer, decorated, a requestState in it wrapped.
-func passthroughAnswer(mc *ModernCall, m *childMsg, first bool) ([]byte, error) {
+func passthroughAnswer(mc *ModernCall, m *childMsg, first bool) (Event, error) {
 	if mc.state.over() {
-		return nil, nil
+		return Event{}, nil
 	}
 	mc.state = stateDone
 	if m.f.error.ok() {
-		e := m.f.error.of(m.raw)
-		code, _ := strconv.Atoi(string(member(e, "code").of(e)))
+		code := errorCode(m)
 		if kind, ok := httpKind(code); ok && first {
-			return nil, mc.httpError(m.raw, kind)
+			return Event{}, mc.httpError(m.raw, kind)
 		}
-		return m.raw, nil
+		return mc.answerEvent(m.raw, true, code), nil
 	}
 	if mc.method == "tools/list" {
 		mc.pool.learnTools(m.f.result.of(m.raw))
@@ -118,7 +117,7 @@ func passthroughAnswer(mc *ModernCall, m *childMsg, first bool) ([]byte, error) 
 	if mrtrMethods[mc.method] {
 		m = mc.relayState(m)
 	}
-	return decorateResult(m, mc.hints), nil
+	return mc.answerEvent(decorateResult(m, mc.hints), false, 0), nil
 }
 
 // translating serves calls on a child that speaks the 2025 protocol.
@@ -148,28 +147,28 @@ func (translating) start(ctx context.Context, mc *ModernCall, m *Message) error 
 	return mc.submit(mc.base, m, false)
 }
 
-func (translating) translate(mc *ModernCall, items []childMsg) ([][]byte, error) {
-	var out [][]byte
+func (translating) translate(mc *ModernCall, items []childMsg) ([]Event, error) {
+	var out []Event
 	for i := range items {
 		m := &items[i]
 		switch m.kind {
 		case Response:
-			msg, err := translatedAnswer(mc, m, len(out) == 0)
+			ev, err := translatedAnswer(mc, m, len(out) == 0)
 			if err != nil {
 				return nil, err
 			}
-			out = appendNonNil(out, msg)
+			out = appendEvent(out, ev)
 		case Request:
 			mc.childRequest(m)
 		default:
 			switch {
 			case m.method == methodProgress, m.method == methodLogMessage:
-				out = append(out, m.raw)
+				out = append(out, otherEvent(m.raw))
 			case mc.state == stateListening:
 				// What the listen asked for (listenBox): stamped with its
 				// id, as "all notifications delivered on the stream carry"
 				// it.
-				out = append(out, stampSubscription(m.raw, mc.id))
+				out = append(out, otherEvent(stampSubscription(m.raw, mc.id)))
 			}
 		}
 	}
@@ -181,9 +180,9 @@ func (translating) translate(mc *ModernCall, items []childMsg) ([][]byte, error)
 // client cannot give, an error mapped to 2026-07-28's codes (with an HTTP
 // status of its own while the response has not begun: first), or the
 // result decorated.
-func translatedAnswer(mc *ModernCall, m *childMsg, first bool) ([]byte, error) {
+func translatedAnswer(mc *ModernCall, m *childMsg, first bool) (Event, error) {
 	if mc.state.over() {
-		return nil, nil
+		return Event{}, nil
 	}
 	if id := m.f.id.of(m.raw); !bytes.Equal(id, mc.id) {
 		// Given while the call was parked, to the request that parked it:
@@ -198,23 +197,23 @@ func translatedAnswer(mc *ModernCall, m *childMsg, first bool) ([]byte, error) {
 	mc.state = stateDone
 	if err := mc.missingFailure(m); err != nil {
 		if first {
-			return nil, err
+			return Event{}, err
 		}
-		return ErrorBody(err), nil
+		return mc.answerEvent(ErrorBody(err), true, err.Code), nil
 	}
 	if m.f.error.ok() {
 		msg, code := translateError(m)
 		if kind, ok := httpKind(code); ok && first {
 			// The errors 2026-07-28 gives an HTTP status of their own get
 			// it while the response has not begun.
-			return nil, mc.httpError(msg, kind)
+			return Event{}, mc.httpError(msg, kind)
 		}
-		return msg, nil
+		return mc.answerEvent(msg, true, code), nil
 	}
 	if mc.method == "tools/list" {
 		mc.pool.learnTools(m.f.result.of(m.raw))
 	}
-	return decorateResult(m, mc.hints), nil
+	return mc.answerEvent(decorateResult(m, mc.hints), false, 0), nil
 }
 
 // startLeased puts a call that may ask its client for input on a child
@@ -244,9 +243,29 @@ func refuseRequest(mc *ModernCall, m *childMsg) {
 	mc.run.replyError(xid, CodeMethodNotFound, "mcp-bridge: a 2026-07-28 client cannot be sent "+m.method)
 }
 
-func appendNonNil(out [][]byte, msg []byte) [][]byte {
-	if msg == nil {
+func appendEvent(out []Event, ev Event) []Event {
+	if ev.Data == nil {
 		return out
 	}
-	return append(out, msg)
+	return append(out, ev)
+}
+
+// answerEvent is the Event of msg, the call's answer: a result, or an
+// error (errs) with code. What the transport reports of it is what the
+// bridge made of it, not read from msg again.
+func (mc *ModernCall) answerEvent(msg []byte, errs bool, code int) Event {
+	return Event{Data: msg, read: readReply, rep: Reply{ID: mc.id, Error: errs, Code: code}}
+}
+
+// otherEvent is the Event of msg, which answers no request.
+func otherEvent(msg []byte) Event { return Event{Data: msg, read: readOther} }
+
+// errorCode is the code of m, an error response.
+func errorCode(m *childMsg) int {
+	e := m.f.error.of(m.raw)
+	if e == nil || e[0] != '{' {
+		return 0
+	}
+	code, _ := strconv.Atoi(string(member(e, "code").of(e)))
+	return code
 }

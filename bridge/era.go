@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"strings"
@@ -45,15 +44,6 @@ const (
 	CodeUnsupportedVersion = -32022
 )
 
-// metaKeyBytes are the reserved keys as bytes, made once: a conversion
-// of a key longer than 32 bytes would allocate on every message.
-var metaKeyBytes = map[string][]byte{
-	metaProtocolVersion: []byte(metaProtocolVersion),
-	metaClientCaps:      []byte(metaClientCaps),
-	metaClientInfo:      []byte(metaClientInfo),
-	metaLogLevel:        []byte(metaLogLevel),
-}
-
 // IsModern reports whether a message belongs to the modern era: its
 // params._meta carries a protocol version, or the MCP-Protocol-Version
 // header (versionHeader) names 2026-07-28 or a later date. Everything else
@@ -68,24 +58,6 @@ func IsModern(m *Message, versionHeader string) bool {
 // CodeUnsupportedVersion rather than the 2025 era's answer.
 func modernHeader(v string) bool {
 	return len(v) == len(ModernVersion) && v[4] == '-' && v[7] == '-' && v >= ModernVersion
-}
-
-// metaMember is the raw value of key in the message's params._meta, nil
-// when there is none.
-func (m *Message) metaMember(key string) []byte {
-	p := m.f.params.of(m.Raw)
-	kb := metaKeyBytes[key]
-	if kb == nil {
-		kb = []byte(key)
-	}
-	if p == nil || p[0] != '{' || !bytes.Contains(p, kb) {
-		return nil
-	}
-	meta := member(p, "_meta").of(p)
-	if meta == nil || meta[0] != '{' {
-		return nil
-	}
-	return member(meta, key).of(meta)
 }
 
 // ModernHeaders are the HTTP headers of a modern POST that the bridge

@@ -197,6 +197,20 @@ func splice(b []byte, s span, repl []byte) []byte {
 	return append(out, b[s.end:]...)
 }
 
+// splice2 returns b with the bytes of both a and c, which do not overlap,
+// replaced by repl, in a new slice.
+func splice2(b []byte, a, c span, repl []byte) []byte {
+	if c.start < a.start {
+		a, c = c, a
+	}
+	out := make([]byte, 0, len(b)-(a.end-a.start)-(c.end-c.start)+2*len(repl))
+	out = append(out, b[:a.start]...)
+	out = append(out, repl...)
+	out = append(out, b[a.end:c.start]...)
+	out = append(out, repl...)
+	return append(out, b[c.end:]...)
+}
+
 // replace returns b with the bytes of s replaced by repl. If the caller
 // owns b (it may change it, and nobody else reads it) and its capacity
 // allows, that happens in place: only the bytes after s move, and a

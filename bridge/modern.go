@@ -93,7 +93,7 @@ type ModernCall struct {
 	queued [][]byte
 	// early is what Await took for TakeOnly or the stream's first
 	// batch; sse says an SSE writer reads the call (Begin).
-	early [][]byte
+	early []Event
 	sse   bool
 	// run is the call's request on a child (nil when the bridge answers
 	// it itself): what a retry takes over from a parked call.
@@ -332,18 +332,18 @@ func (mc *ModernCall) Await(ctx context.Context, d time.Duration) error {
 
 // TakeOnly takes the final answer if it is all that is to go to the
 // client: a plain JSON body.
-func (mc *ModernCall) TakeOnly() ([]byte, bool) {
+func (mc *ModernCall) TakeOnly() (Event, bool) {
 	if !mc.state.over() || len(mc.early) != 1 {
-		return nil, false
+		return Event{}, false
 	}
-	m := mc.early[0]
+	ev := mc.early[0]
 	mc.early = nil
-	return m, true
+	return ev, true
 }
 
 // Collect gives the final answer alone, for a client that takes one JSON
 // body: what comes before it (progress, log messages) has nowhere to go.
-func (mc *ModernCall) Collect(ctx context.Context, buf [][]byte) ([][]byte, error) {
+func (mc *ModernCall) Collect(ctx context.Context, buf []Event) ([]Event, error) {
 	last := mc.early
 	mc.early = nil
 	for !mc.state.over() || len(mc.queued) > 0 {
@@ -371,25 +371,22 @@ func (mc *ModernCall) Begin(ServeOptions) (Event, bool) {
 // Next is the Source's: what next gives, as events without ids (a
 // 2026-07-28 stream cannot be resumed), after what Await found first.
 func (mc *ModernCall) Next(ctx context.Context, tick <-chan time.Time, buf []Event) ([]Event, bool, error) {
-	msgs := mc.early
+	evs := mc.early
 	mc.early = nil
 	final := mc.state.over()
-	if len(msgs) == 0 {
+	if len(evs) == 0 {
 		var err error
-		msgs, final, err = mc.next(ctx, tick)
+		evs, final, err = mc.next(ctx, tick)
 		if e, ok := err.(*Error); ok && mc.sse {
 			// The answer is an error, and the stream has begun: it is
 			// the stream's final message.
-			msgs, final, err = append(msgs, ErrorBody(e)), true, nil
+			evs, final, err = append(evs, mc.answerEvent(ErrorBody(e), true, e.Code)), true, nil
 		}
 		if err != nil {
 			return buf, false, err
 		}
 	}
-	for _, m := range msgs {
-		buf = append(buf, Event{Data: m})
-	}
-	return buf, final, nil
+	return append(buf, evs...), final, nil
 }
 
 // next returns what is to go to the client now, and whether the final
@@ -398,9 +395,12 @@ func (mc *ModernCall) Next(ctx context.Context, tick <-chan time.Time, buf []Eve
 // answers the request: HTTP 400 or 404 if nothing has been written yet,
 // else as the final message in the stream (Next, once an SSE writer reads
 // the call).
-func (mc *ModernCall) next(ctx context.Context, timeout <-chan time.Time) ([][]byte, bool, error) {
+func (mc *ModernCall) next(ctx context.Context, timeout <-chan time.Time) ([]Event, bool, error) {
 	if len(mc.queued) > 0 {
-		out := mc.queued
+		out := make([]Event, len(mc.queued))
+		for i, msg := range mc.queued {
+			out[i] = Event{Data: msg}
+		}
 		mc.queued = nil
 		if mc.state == stateAnswered {
 			mc.state = stateDone
@@ -445,7 +445,7 @@ func (mc *ModernCall) waitFor(timeout <-chan time.Time) (<-chan time.Time, func(
 // read takes what the child sent for the call and turns it into what the
 // client gets; a round whose window is over, or whose request the child
 // can no longer answer, is parked.
-func (mc *ModernCall) read() ([][]byte, error) {
+func (mc *ModernCall) read() ([]Event, error) {
 	items, fin := mc.run.inbox.take(mc.buf[:0])
 	out, err := mc.be.translate(mc, items)
 	clear(items)
@@ -456,11 +456,11 @@ func (mc *ModernCall) read() ([][]byte, error) {
 	}
 	switch {
 	case mc.state == stateGathering && (fin || !time.Now().Before(mc.run.gatherEnd)):
-		out = append(out, mc.park())
+		out = append(out, Event{Data: mc.park()})
 	case fin && !mc.state.over() && mc.state != stateGathering:
 		// The box ended without an answer: its child ended under it
 		// (shutdown, or a listen whose child stopped).
-		out = append(out, mc.ending())
+		out = append(out, Event{Data: mc.ending()})
 		mc.state = stateDone
 	}
 	return out, nil

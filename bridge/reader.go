@@ -84,10 +84,10 @@ type Reader interface {
 	Await(ctx context.Context, d time.Duration) error
 	// TakeOnly takes the final message if it is all there is: an answer
 	// that can go out as a plain JSON body.
-	TakeOnly() ([]byte, bool)
+	TakeOnly() (Event, bool)
 	// Collect gathers what answers the request, for a client that takes
 	// one JSON body (an error as Await's).
-	Collect(ctx context.Context, buf [][]byte) ([][]byte, error)
+	Collect(ctx context.Context, buf []Event) ([]Event, error)
 	Close()
 }
 
@@ -274,15 +274,15 @@ func (x *streamReader) Await(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-func (x *streamReader) TakeOnly() ([]byte, bool) { return x.st.TakeOnly() }
+func (x *streamReader) TakeOnly() (Event, bool) { return x.st.takeOnly() }
 
-func (x *streamReader) Collect(ctx context.Context, buf [][]byte) ([][]byte, error) {
+func (x *streamReader) Collect(ctx context.Context, buf []Event) ([]Event, error) {
 	for final := false; !final; {
 		if err := x.st.wait(ctx, nil); err != nil {
 			x.Close()
 			return buf, err
 		}
-		buf, final = x.st.take(buf)
+		buf, final = x.st.takeEvents(buf)
 	}
 	return buf, nil
 }

@@ -298,6 +298,19 @@ func (u *upstream) deliverLocked(r route, m *childMsg, only *call) {
 	}
 }
 
+// answerMark marks m, a response, for the event it becomes: its id's
+// place and its error's code, as ReplyOf reads them.
+func answerMark(m *childMsg) mark {
+	if m.f.method.ok() || !m.f.id.ok() || m.f.result.ok() == m.f.error.ok() {
+		return markOther
+	}
+	code := 0
+	if e := m.f.error.of(m.raw); e != nil && e[0] == '{' {
+		code, _ = strconv.Atoi(string(member(e, "code").of(e)))
+	}
+	return markOf(m.f.id, m.f.error.ok(), code)
+}
+
 // uriOf is params.uri, "" for none.
 func uriOf(params []byte) string {
 	var uri string

@@ -408,14 +408,14 @@ func (s *Session) cancelLocked(m *Message) []byte {
 	if p == nil || p[0] != '{' {
 		return nil
 	}
-	rs := member(p, "requestId")
+	rs := m.paramAt("requestId")
 	if !rs.ok() {
 		if s.up.role.multiplexed() {
 			return nil // a task cancellation cannot be attributed on a shared child
 		}
 		return m.Raw // 2025-11-25 allows cancelling tasks without one
 	}
-	childID, ok := s.byClient[string(rs.of(p))]
+	childID, ok := s.byClient[string(rs.of(m.Raw))]
 	if !ok {
 		return nil
 	}
@@ -427,8 +427,7 @@ func (s *Session) cancelLocked(m *Message) []byte {
 	// response to the request that arrives afterward": the call is
 	// settled now, and its stream ends without a response.
 	s.up.dropLocked(c)
-	newParams := splice(p, rs, strconv.AppendInt(nil, childID, 10))
-	return splice(m.Raw, m.f.params, newParams)
+	return splice(m.Raw, rs, strconv.AppendInt(nil, childID, 10))
 }
 
 // hearLocked takes a message of the child's that relates to no request:
@@ -455,7 +454,7 @@ func (s *Session) relatedLocked(c *call, m *childMsg) {
 	}
 	s.touchLocked()
 	if c.st.canCarry() {
-		c.st.push(m.keep(), false)
+		c.st.pushMarked(m.keep(), markOther, false)
 	} else {
 		s.deliverLocked(m.keep())
 	}
@@ -467,7 +466,7 @@ func (s *Session) relatedLocked(c *call, m *childMsg) {
 func (s *Session) progressLocked(c *call, msg []byte) {
 	s.touchLocked()
 	if c.st.canKeep() {
-		c.st.push(msg, false)
+		c.st.pushMarked(msg, markOther, false)
 	} else {
 		s.deliverLocked(msg)
 	}
@@ -480,12 +479,12 @@ func (s *Session) deliverLocked(msg []byte) {
 		return
 	}
 	if s.get != nil && s.get.canCarry() {
-		s.get.push(msg, false)
+		s.get.pushMarked(msg, markOther, false)
 		return
 	}
 	for st := range s.posts {
 		if st.canCarry() {
-			st.push(msg, false)
+			st.pushMarked(msg, markOther, false)
 			return
 		}
 	}
@@ -504,16 +503,17 @@ func (s *Session) deliverLocked(msg []byte) {
 func (s *Session) takeAnswerLocked(c *call, m *childMsg) {
 	s.doneLocked(c)
 	var msg []byte
+	var mk mark
 	if m != nil {
 		if c.init {
 			s.initializedLocked(m)
 		}
-		msg = m.raw
+		msg, mk = m.raw, answerMark(m)
 	}
 	if s.closed {
 		return
 	}
-	s.answerLocked(c, msg)
+	s.answerMarkedLocked(c, msg, mk)
 }
 
 // initializedLocked records what the InitializeResult m negotiated.
@@ -541,7 +541,8 @@ func (s *Session) takeFailureLocked(c *call, code int, reason string, data any) 
 	s.touchLocked() // the session idles from now, not from its last message
 	s.doneLocked(c)
 	if !s.closed {
-		s.answerLocked(c, errorResponse(c.clientID, code, r, data))
+		m := scanned(errorResponse(c.clientID, code, r, data))
+		s.answerMarkedLocked(c, m.raw, answerMark(m))
 	}
 	return ends
 }
@@ -553,7 +554,7 @@ func (s *Session) takeRelatedLocked(c *call, m *childMsg, rel relation) {
 	case relProgress:
 		s.progressLocked(c, m.raw)
 	case relNamed:
-		c.st.push(m.raw, false)
+		c.st.pushMarked(m.raw, markOther, false)
 	case relAsked:
 		s.relatedLocked(c, m)
 	}
@@ -561,8 +562,11 @@ func (s *Session) takeRelatedLocked(c *call, m *childMsg, rel relation) {
 
 // answerLocked puts the response to c (nil: none) on its stream, and
 // forgets the stream once every response it owes is there.
-func (s *Session) answerLocked(c *call, msg []byte) {
-	if c.st.push(msg, true) {
+func (s *Session) answerLocked(c *call, msg []byte) { s.answerMarkedLocked(c, msg, mark{}) }
+
+// answerMarkedLocked is answerLocked, with what the bridge read of msg.
+func (s *Session) answerMarkedLocked(c *call, msg []byte, mk mark) {
+	if c.st.pushMarked(msg, mk, true) {
 		delete(s.posts, c.st)
 	}
 }
@@ -621,7 +625,7 @@ func waitGone(gone, ended <-chan struct{}) bool {
 // session's GET stream.
 func (s *Session) unqueueLocked(st *Stream) {
 	for _, m := range s.queue {
-		st.push(m, false)
+		st.pushMarked(m, markOther, false)
 	}
 	s.queue, s.queued = nil, 0
 }
@@ -757,7 +761,7 @@ func (s *Session) detach(st *Stream, r uint64) {
 	switch {
 	case st.get:
 		left = st.msgs
-		st.msgs, st.pendingBytes = nil, 0
+		st.msgs, st.marks, st.pendingBytes = nil, nil, 0
 	case st.resumable:
 		// Into the log, where the client finds them if it resumes, and
 		// within the log's bounds if it never does.

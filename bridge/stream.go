@@ -35,6 +35,7 @@ type Stream struct {
 
 	mu           sync.Mutex
 	msgs         [][]byte // pending: not yet numbered or taken by the transport
+	marks        []mark   // what the bridge read of each of msgs
 	pendingBytes int
 	want         int  // responses still owed (POST streams)
 	final        bool // nothing more will be appended
@@ -65,14 +66,67 @@ type Stream struct {
 type keptEvent struct {
 	n    int64
 	data []byte
+	mark mark
 }
 
 // Event is one SSE event: a message and its id ("" for none). The
-// priming event, which Serve emits first on a stream that primes, has an
-// ID and no Data (a message is never empty).
+// priming event, which Pump emits first on a source that primes, has an
+// ID and no Data (a message is never empty). What the bridge read of the
+// message on its way (Reply) goes with it, so that a transport need not
+// read it again.
 type Event struct {
 	ID   string
 	Data []byte
+	read uint8 // readUnknown, readOther or readReply
+	rep  Reply // with readReply
+}
+
+// What an Event says of its message.
+const (
+	readUnknown uint8 = iota // nothing: Reply reads the message
+	readOther                // no response
+	readReply                // a response: rep
+)
+
+// Reply is what answers a request in the event's message, if it is a
+// response: from what the bridge read of it on its way, or, when it did
+// not read it, from the message (ReplyOf).
+func (e Event) Reply() (Reply, bool) {
+	switch e.read {
+	case readOther:
+		return Reply{}, false
+	case readReply:
+		return e.rep, true
+	}
+	return ReplyOf(e.Data)
+}
+
+// mark is what the bridge read of a message a stream keeps: whether it is
+// a response, its id's place in it, and its error code, so that the event
+// it becomes carries its Reply. The zero mark says nothing.
+type mark struct {
+	read uint8 // as Event's
+	err  bool
+	code int32
+	id   [2]int32
+}
+
+// markOther marks a message that is no response.
+var markOther = mark{read: readOther}
+
+// markOf marks msg, a response whose id is at id, with the error code
+// code (0 for a result).
+func markOf(id span, errs bool, code int) mark {
+	return mark{read: readReply, err: errs, code: int32(code), id: [2]int32{int32(id.start), int32(id.end)}}
+}
+
+// event is the Event of msg, marked mk, with the event id id.
+func event(id string, msg []byte, mk mark) Event {
+	ev := Event{ID: id, Data: msg, read: mk.read}
+	if mk.read == readReply && int(mk.id[1]) <= len(msg) {
+		ev.rep = Reply{ID: msg[mk.id[0]:mk.id[1]], Error: mk.err, Code: int(mk.code)}
+	}
+	return ev
 }
 
 // newStream is called with the session's lock held.
@@ -139,7 +193,10 @@ const (
 // its reader takes them (if the client leaves they go back to the
 // session's queue, for whichever stream opens next), and a reader more
 // than the log's bounds behind is cut off too.
-func (st *Stream) push(msg []byte, response bool) bool {
+func (st *Stream) push(msg []byte, response bool) bool { return st.pushMarked(msg, mark{}, response) }
+
+// pushMarked is push, with what the bridge read of msg.
+func (st *Stream) pushMarked(msg []byte, mk mark, response bool) bool {
 	s := st.sess
 	st.mu.Lock()
 	if msg != nil {
@@ -157,10 +214,11 @@ func (st *Stream) push(msg []byte, response bool) bool {
 			// may go out as a plain JSON body.)
 			s.logMu.Lock()
 			st.spillLocked()
-			s.commitLocked(st, msg, false)
+			s.commitLocked(st, msg, mk, false)
 			s.logMu.Unlock()
 		default:
 			st.msgs = append(st.msgs, msg)
+			st.marks = append(st.marks, mk)
 			st.pendingBytes += len(msg)
 			if !logged && (len(st.msgs) > cfg.EventLogEvents || st.pendingBytes > cfg.EventLogBytes) {
 				s.logMu.Lock()
@@ -184,8 +242,8 @@ func (st *Stream) push(msg []byte, response bool) bool {
 // spillLocked moves the pending messages to the log, in order. Called
 // with st.mu and the session's logMu held.
 func (st *Stream) spillLocked() {
-	for _, m := range st.msgs {
-		st.sess.commitLocked(st, m, false)
+	for i, m := range st.msgs {
+		st.sess.commitLocked(st, m, st.marks[i], false)
 	}
 	st.clearLocked()
 }
@@ -296,17 +354,28 @@ func (st *Stream) unreadLocked() []keptEvent {
 
 // take takes what the client is to get now, appending it to buf, and
 // reports whether the stream is complete (final and drained). What take
-// returns gets no event id: it is for a client that takes one JSON body,
-// or a transport without resumption.
+// returns gets no event id: it is for a client that takes one JSON body.
 func (st *Stream) take(buf [][]byte) ([][]byte, bool) {
+	evs, final := st.takeEvents(nil)
+	for _, ev := range evs {
+		buf = append(buf, ev.Data)
+	}
+	return buf, final
+}
+
+// takeEvents is take, for a Reader: the messages with what the bridge
+// read of them.
+func (st *Stream) takeEvents(buf []Event) ([]Event, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.sess.logMu.Lock()
 	for _, k := range st.unreadLocked() {
-		buf = append(buf, k.data)
+		buf = append(buf, event("", k.data, k.mark))
 	}
 	st.sess.logMu.Unlock()
-	buf = append(buf, st.msgs...)
+	for i, m := range st.msgs {
+		buf = append(buf, event("", m, st.marks[i]))
+	}
 	st.clearLocked()
 	if st.final {
 		st.letGoLocked()
@@ -318,15 +387,21 @@ func (st *Stream) take(buf [][]byte) ([][]byte, bool) {
 // with it: a response that can go out as a plain JSON body. Otherwise it
 // takes nothing.
 func (st *Stream) TakeOnly() ([]byte, bool) {
+	ev, ok := st.takeOnly()
+	return ev.Data, ok
+}
+
+// takeOnly is TakeOnly, for a Reader.
+func (st *Stream) takeOnly() (Event, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if !st.final || len(st.msgs) != 1 || st.unread() {
-		return nil, false
+		return Event{}, false
 	}
-	m := st.msgs[0]
+	ev := event("", st.msgs[0], st.marks[0])
 	st.clearLocked()
 	st.letGoLocked()
-	return m, true
+	return ev, true
 }
 
 // letGoLocked records that the stream's client has stopped reading it,
@@ -346,6 +421,7 @@ func (st *Stream) letGoLocked() {
 func (st *Stream) clearLocked() {
 	clear(st.msgs)
 	st.msgs = st.msgs[:0]
+	st.marks = st.marks[:0]
 	st.pendingBytes = 0
 }
 
@@ -372,16 +448,16 @@ func (st *Stream) events(buf []Event, plain bool) ([]Event, bool, error) {
 		return buf, false, ErrStreamBehind
 	}
 	for _, k := range st.unreadLocked() {
-		ev := Event{Data: k.data}
+		ev := event("", k.data, k.mark)
 		if !plain {
 			ev.ID = st.eventID(k.n)
 		}
 		buf = append(buf, ev)
 	}
 	for i, m := range st.msgs {
-		ev := Event{Data: m}
+		ev := event("", m, st.marks[i])
 		if st.resumable && !plain {
-			ev.ID = st.eventID(s.commitLocked(st, m, true))
+			ev.ID = st.eventID(s.commitLocked(st, m, st.marks[i], true))
 		}
 		buf = append(buf, ev)
 		st.msgs[i] = nil
@@ -435,7 +511,11 @@ func (st *Stream) Serve(ctx context.Context, o ServeOptions, emit func([]Event) 
 // client that takes one JSON body. If ctx ends first it lets go of the
 // reader and returns ctx's error: the responses stay with the session.
 func (st *Stream) Collect(ctx context.Context, buf [][]byte) ([][]byte, error) {
-	return st.read().Collect(ctx, buf)
+	evs, err := st.read().Collect(ctx, nil)
+	for _, ev := range evs {
+		buf = append(buf, ev.Data)
+	}
+	return buf, err
 }
 
 // Await waits up to d (d <= 0: for as long as it takes) for the stream's
@@ -454,12 +534,12 @@ func (st *Stream) ID() int64 { return st.id }
 // log's bounds. delivered says the current client is taking it now. A
 // client whose unread event ages out is cut off. Called with s.logMu
 // held.
-func (s *Session) commitLocked(st *Stream, msg []byte, delivered bool) int64 {
+func (s *Session) commitLocked(st *Stream, msg []byte, mk mark, delivered bool) int64 {
 	st.seq++
 	if delivered {
 		st.cursor = st.seq + 1
 	}
-	st.kept = append(st.kept, keptEvent{n: st.seq, data: msg})
+	st.kept = append(st.kept, keptEvent{n: st.seq, data: msg, mark: mk})
 	s.order = append(s.order, st)
 	s.logEvents++
 	s.logBytes += len(msg)

@@ -268,21 +268,14 @@ func (u *upstream) register(c *call, m *Message) []byte {
 	c.method = m.Method
 	u.trackLocked(id, c)
 	idBytes := strconv.AppendInt(nil, id, 10)
-	out := splice(m.Raw, m.f.id, idBytes)
-	if tok := m.progressToken(); tok != nil {
-		// The child sees the request's own child-side id as its token:
-		// unique on the child even when sessions pick the same tokens.
-		c.token = bytes.Clone(tok)
-		f, _ := scanFields(out)
-		p := f.params.of(out)
-		meta := member(p, "_meta")
-		mp := meta.of(p)
-		ts := member(mp, "progressToken")
-		newMeta := splice(mp, ts, idBytes)
-		newParams := splice(p, meta, newMeta)
-		out = splice(out, f.params, newParams)
+	tok := m.metaAt("progressToken")
+	if !tok.ok() {
+		return splice(m.Raw, m.f.id, idBytes)
 	}
-	return out
+	// The child sees the request's own child-side id as its token: unique
+	// on the child even when sessions pick the same tokens.
+	c.token = bytes.Clone(tok.of(m.Raw))
+	return splice2(m.Raw, m.f.id, tok, idBytes)
 }
 
 // write sends lines to the child. A failure means the child is gone or

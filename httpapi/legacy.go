@@ -187,7 +187,7 @@ func (c *legacyConn) pump(rd bridge.Reader, out outbound, get bool) {
 		// session (the legacy transport cannot resume).
 		_ = bridge.Pump(c.ctx, rd, bridge.ServeOptions{Plain: true, Cut: c.cut}, func(evs []bridge.Event) error {
 			for _, ev := range evs {
-				m, reply, ok := out.prepare(ev.Data)
+				m, reply, ok := out.prepare(ev)
 				select {
 				case c.out <- m:
 				case <-c.ctx.Done():

@@ -232,11 +232,11 @@ func (h *mcpHandler) respond(w http.ResponseWriter, r *http.Request, p *post, rd
 	}
 	switch mode {
 	case ModeJSON:
-		msgs, err := rd.Collect(ctx, nil)
+		evs, err := rd.Collect(ctx, nil)
 		if err != nil {
 			return answerErr(err)
 		}
-		writeJSON(w, out.all(msgs), p.batch)
+		writeJSON(w, out.all(evs), p.batch)
 		return nil
 	case ModeAuto:
 		// Hold the response until the child's first message for it: the
@@ -247,8 +247,8 @@ func (h *mcpHandler) respond(w http.ResponseWriter, r *http.Request, p *post, rd
 			return answerErr(err)
 		}
 		if !p.batch {
-			if m, ok := rd.TakeOnly(); ok {
-				writeJSON(w, [][]byte{out.message(m)}, false)
+			if ev, ok := rd.TakeOnly(); ok {
+				writeJSON(w, [][]byte{out.message(ev)}, false)
 				return nil
 			}
 		}

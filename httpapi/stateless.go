@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"net/http"
+
+	"github.com/mcp-bridge/mcp-bridge/bridge"
 )
 
 // statelessPost serves a POST with no session: the request stands alone
@@ -23,7 +25,7 @@ func (h *mcpHandler) stateless(w http.ResponseWriter, r *http.Request, p *post) 
 	// The session is this request's alone: when the answer is out, so is it.
 	defer sess.Close()
 	if cached != nil {
-		return h.answerOne(w, r, p, outbound{filter: p.filter, rec: p.rec}.message(cached))
+		return h.answerOne(w, r, p, outbound{filter: p.filter, rec: p.rec}.message(bridge.Event{Data: cached}))
 	}
 	rd, err := sess.Send(p.msgs, p.jsonOnly)
 	if err != nil {
