@@ -258,7 +258,15 @@ type streamReader struct {
 }
 
 // read is st as its current client reads it.
-func (st *Stream) read() *streamReader { return &streamReader{st: st, r: st.attachment()} }
+func (st *Stream) read() *streamReader {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.first.st == nil {
+		st.first = streamReader{st: st, r: st.reader}
+		return &st.first
+	}
+	return &streamReader{st: st, r: st.reader}
+}
 
 func (x *streamReader) Await(ctx context.Context, d time.Duration) error {
 	var timeout <-chan time.Time

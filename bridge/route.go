@@ -49,14 +49,14 @@ func (m *childMsg) keep() []byte {
 // params is the message's params, nil for none.
 func (m *childMsg) params() []byte { return m.f.params.of(m.raw) }
 
-// replaced is m with the bytes at s replaced by repl (in place when m
-// owns its bytes and they fit), its members' places moved to match: the
-// message the bridge hands on, scanned still.
+// replaced replaces the bytes at s by repl (in place when m owns its
+// bytes and they fit), moves its members' places to match, and returns
+// m: the message the bridge hands on, scanned still. What m was is gone.
 func (m *childMsg) replaced(s span, repl []byte) *childMsg {
-	out := &childMsg{kind: m.kind, method: m.method, owned: true}
-	out.f = m.f.moved(s, len(repl))
-	out.raw = replace(m.raw, s, repl, m.owned)
-	return out
+	m.f = m.f.moved(s, len(repl))
+	m.raw = replace(m.raw, s, repl, m.owned)
+	m.owned, m.kept = true, nil
+	return m
 }
 
 // rescan is raw, a changed copy of m, scanned again: for what changes

@@ -760,8 +760,10 @@ func (s *Session) detach(st *Stream, r uint64) {
 	var left [][]byte
 	switch {
 	case st.get:
-		left = st.msgs
-		st.msgs, st.marks, st.pendingBytes = nil, nil, 0
+		for _, m := range st.msgs {
+			left = append(left, m.data)
+		}
+		st.msgs, st.pendingBytes = nil, 0
 	case st.resumable:
 		// Into the log, where the client finds them if it resumes, and
 		// within the log's bounds if it never does.

@@ -34,8 +34,7 @@ type Stream struct {
 	resumable bool
 
 	mu           sync.Mutex
-	msgs         [][]byte // pending: not yet numbered or taken by the transport
-	marks        []mark   // what the bridge read of each of msgs
+	msgs         []waiting // not yet numbered or taken by the transport
 	pendingBytes int
 	want         int  // responses still owed (POST streams)
 	final        bool // nothing more will be appended
@@ -53,6 +52,9 @@ type Stream struct {
 	jsonOnly bool
 	wake     chan struct{} // capacity 1: "something changed"
 	gone     chan struct{} // closed when the current client lets go (Detach)
+	// first is the first client's read of the stream (read), made with
+	// it: the usual stream, read once, costs no allocation for it.
+	first streamReader
 
 	// Guarded by the session's logMu.
 	seq     int64       // number of the last event given an id; the priming event is 0
@@ -65,6 +67,13 @@ type Stream struct {
 
 type keptEvent struct {
 	n    int64
+	data []byte
+	mark mark
+}
+
+// waiting is a message of a stream that waits for its reader, with what
+// the bridge read of it.
+type waiting struct {
 	data []byte
 	mark mark
 }
@@ -217,8 +226,7 @@ func (st *Stream) pushMarked(msg []byte, mk mark, response bool) bool {
 			s.commitLocked(st, msg, mk, false)
 			s.logMu.Unlock()
 		default:
-			st.msgs = append(st.msgs, msg)
-			st.marks = append(st.marks, mk)
+			st.msgs = append(st.msgs, waiting{msg, mk})
 			st.pendingBytes += len(msg)
 			if !logged && (len(st.msgs) > cfg.EventLogEvents || st.pendingBytes > cfg.EventLogBytes) {
 				s.logMu.Lock()
@@ -242,8 +250,8 @@ func (st *Stream) pushMarked(msg []byte, mk mark, response bool) bool {
 // spillLocked moves the pending messages to the log, in order. Called
 // with st.mu and the session's logMu held.
 func (st *Stream) spillLocked() {
-	for i, m := range st.msgs {
-		st.sess.commitLocked(st, m, st.marks[i], false)
+	for _, m := range st.msgs {
+		st.sess.commitLocked(st, m.data, m.mark, false)
 	}
 	st.clearLocked()
 }
@@ -373,8 +381,8 @@ func (st *Stream) takeEvents(buf []Event) ([]Event, bool) {
 		buf = append(buf, event("", k.data, k.mark))
 	}
 	st.sess.logMu.Unlock()
-	for i, m := range st.msgs {
-		buf = append(buf, event("", m, st.marks[i]))
+	for _, m := range st.msgs {
+		buf = append(buf, event("", m.data, m.mark))
 	}
 	st.clearLocked()
 	if st.final {
@@ -398,7 +406,7 @@ func (st *Stream) takeOnly() (Event, bool) {
 	if !st.final || len(st.msgs) != 1 || st.unread() {
 		return Event{}, false
 	}
-	ev := event("", st.msgs[0], st.marks[0])
+	ev := event("", st.msgs[0].data, st.msgs[0].mark)
 	st.clearLocked()
 	st.letGoLocked()
 	return ev, true
@@ -421,7 +429,6 @@ func (st *Stream) letGoLocked() {
 func (st *Stream) clearLocked() {
 	clear(st.msgs)
 	st.msgs = st.msgs[:0]
-	st.marks = st.marks[:0]
 	st.pendingBytes = 0
 }
 
@@ -455,12 +462,12 @@ func (st *Stream) events(buf []Event, plain bool) ([]Event, bool, error) {
 		buf = append(buf, ev)
 	}
 	for i, m := range st.msgs {
-		ev := event("", m, st.marks[i])
+		ev := event("", m.data, m.mark)
 		if st.resumable && !plain {
-			ev.ID = st.eventID(s.commitLocked(st, m, st.marks[i], true))
+			ev.ID = st.eventID(s.commitLocked(st, m.data, m.mark, true))
 		}
 		buf = append(buf, ev)
-		st.msgs[i] = nil
+		st.msgs[i] = waiting{}
 	}
 	s.logMu.Unlock()
 	st.clearLocked()
