@@ -9,6 +9,7 @@ package bridge
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/cipher"
 	"crypto/rand"
@@ -261,76 +262,66 @@ type Bridge struct {
 	sandbox *stdio.SandboxReport
 }
 
+// withDefaults returns cfg with every zero value that has a default
+// filled in (a negative duration stays: it disables), or the error of a
+// setting that cannot work.
+func (cfg Config) withDefaults() (Config, error) {
+	if len(cfg.Command) == 0 {
+		return cfg, fmt.Errorf("bridge: no command")
+	}
+	cfg.MaxSessions = positiveOr(cfg.MaxSessions, DefaultMaxSessions)
+	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
+	cfg.UnreachableTimeout = cmp.Or(cfg.UnreachableTimeout, DefaultUnreachableTimeout)
+	cfg.RequestTimeout = cmp.Or(cfg.RequestTimeout, DefaultRequestTimeout)
+	cfg.InitTimeout = cmp.Or(cfg.InitTimeout, DefaultInitTimeout)
+	cfg.QueueLimit = positiveOr(cfg.QueueLimit, DefaultQueueLimit)
+	cfg.EventLogEvents = positiveOr(cfg.EventLogEvents, DefaultEventLogEvents)
+	cfg.EventLogBytes = positiveOr(cfg.EventLogBytes, DefaultEventLogBytes)
+	cfg.Prespawn = max(cfg.Prespawn, 0)
+	cfg.MaxChildren = positiveOr(cfg.MaxChildren, cfg.MaxSessions+cfg.Prespawn)
+	cfg.SpawnQueue = positiveOr(cfg.SpawnQueue, DefaultSpawnQueue)
+	cfg.InputTTL = positiveOr(cfg.InputTTL, DefaultInputTTL)
+	cfg.MaxParked = positiveOr(cfg.MaxParked, DefaultMaxParked)
+	cfg.Mode = cmp.Or(cfg.Mode, ModePerSession)
+	cfg.ChildProtocol = cmp.Or(cfg.ChildProtocol, ChildProtocolAuto)
+	cfg.ReplicaID = cmp.Or(cfg.ReplicaID, NewID()[:8])
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	switch cfg.Mode {
+	case ModePerSession, ModeShared, ModePerIdentity:
+	default:
+		return cfg, fmt.Errorf("bridge: mode %q: want %s, %s or %s", cfg.Mode, ModePerSession, ModeShared, ModePerIdentity)
+	}
+	switch cfg.ChildProtocol {
+	case ChildProtocolAuto, ChildProtocolLegacy, ChildProtocolModern:
+	default:
+		return cfg, fmt.Errorf("bridge: child protocol %q: want %s, %s or %s", cfg.ChildProtocol, ChildProtocolAuto, ChildProtocolLegacy, ChildProtocolModern)
+	}
+	return cfg, nil
+}
+
+// positiveOr is v, or def when v is not positive (zero and negative
+// values both mean "the default").
+func positiveOr[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
 // New returns a Bridge. Close it to stop every child.
 func New(cfg Config) (*Bridge, error) { return newBridge(cfg, startProcess) }
 
 // newBridge is New with the way children start: child processes, or, in
 // the bridge's unit tests, in-memory ones.
 func newBridge(cfg Config, start startFunc) (*Bridge, error) {
-	if len(cfg.Command) == 0 {
-		return nil, fmt.Errorf("bridge: no command")
-	}
-	if cfg.MaxSessions <= 0 {
-		cfg.MaxSessions = DefaultMaxSessions
-	}
-	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.UnreachableTimeout == 0 {
-		cfg.UnreachableTimeout = DefaultUnreachableTimeout
-	}
-	if cfg.RequestTimeout == 0 {
-		cfg.RequestTimeout = DefaultRequestTimeout
-	}
-	if cfg.InitTimeout == 0 {
-		cfg.InitTimeout = DefaultInitTimeout
-	}
-	if cfg.QueueLimit <= 0 {
-		cfg.QueueLimit = DefaultQueueLimit
-	}
-	if cfg.EventLogEvents <= 0 {
-		cfg.EventLogEvents = DefaultEventLogEvents
-	}
-	if cfg.EventLogBytes <= 0 {
-		cfg.EventLogBytes = DefaultEventLogBytes
-	}
-	switch cfg.Mode {
-	case "":
-		cfg.Mode = ModePerSession
-	case ModePerSession, ModeShared, ModePerIdentity:
-	default:
-		return nil, fmt.Errorf("bridge: mode %q: want %s, %s or %s", cfg.Mode, ModePerSession, ModeShared, ModePerIdentity)
-	}
-	if cfg.Prespawn < 0 {
-		cfg.Prespawn = 0
-	}
-	if cfg.MaxChildren <= 0 {
-		cfg.MaxChildren = cfg.MaxSessions + cfg.Prespawn
-	}
-	if cfg.SpawnQueue <= 0 {
-		cfg.SpawnQueue = DefaultSpawnQueue
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	switch cfg.ChildProtocol {
-	case "":
-		cfg.ChildProtocol = ChildProtocolAuto
-	case ChildProtocolAuto, ChildProtocolLegacy, ChildProtocolModern:
-	default:
-		return nil, fmt.Errorf("bridge: child protocol %q: want %s, %s or %s", cfg.ChildProtocol, ChildProtocolAuto, ChildProtocolLegacy, ChildProtocolModern)
-	}
-	if cfg.InputTTL <= 0 {
-		cfg.InputTTL = DefaultInputTTL
-	}
-	if cfg.MaxParked <= 0 {
-		cfg.MaxParked = DefaultMaxParked
-	}
-	if cfg.ReplicaID == "" {
-		cfg.ReplicaID = NewID()[:8]
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	b := &Bridge{
 		cfg:        cfg,

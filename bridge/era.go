@@ -171,28 +171,40 @@ func nameParam(method string) string {
 // mirrors).
 func CheckModern(m *Message, h ModernHeaders) (Envelope, error) {
 	id := m.ID()
-	var env Envelope
 	if m.Kind == Response {
-		return env, invalid(CodeInvalidRequest, "Invalid Request: a 2026-07-28 client sends no responses", id)
+		return Envelope{}, invalid(CodeInvalidRequest, "Invalid Request: a 2026-07-28 client sends no responses", id)
 	}
 	if h.Repeated != "" {
-		return env, headerMismatch("the "+h.Repeated+" header is sent more than once; send it once", id)
+		return Envelope{}, headerMismatch("the "+h.Repeated+" header is sent more than once; send it once", id)
 	}
+	if m.Method == MethodInitialize && m.metaMember(metaProtocolVersion) == nil {
+		return Envelope{}, headerMismatch("MCP-Protocol-Version names "+quoteVersion(h.Version)+", which has no initialize; a 2025 client sends its own version in the header", id)
+	}
+	env, err := envelopeOf(m)
+	if err != nil {
+		return env, err
+	}
+	return env, checkHeaders(m, h, env)
+}
+
+// envelopeOf reads and checks what a modern request says of itself in
+// params._meta: its version and capabilities (required), its client and
+// log level.
+func envelopeOf(m *Message) (Envelope, error) {
+	id := m.ID()
+	var env Envelope
 	claim := m.metaMember(metaProtocolVersion)
-	if m.Method == MethodInitialize && claim == nil {
-		return env, headerMismatch("MCP-Protocol-Version names "+quoteVersion(h.Version)+", which has no initialize; a 2025 client sends its own version in the header", id)
-	}
-	if claim == nil {
+	switch {
+	case claim == nil:
 		return env, missingMeta(metaProtocolVersion, id)
-	}
-	if unquote(claim, &env.Version) != nil || claim[0] != '"' || env.Version == "" {
+	case unquote(claim, &env.Version) != nil || claim[0] != '"' || env.Version == "":
 		return env, badMeta(metaProtocolVersion, "a non-empty string", id)
 	}
 	caps := m.metaMember(metaClientCaps)
-	if caps == nil {
+	switch {
+	case caps == nil:
 		return env, missingMeta(metaClientCaps, id)
-	}
-	if caps[0] != '{' || json.Unmarshal(caps, &env.caps) != nil {
+	case caps[0] != '{' || json.Unmarshal(caps, &env.caps) != nil:
 		return env, badMeta(metaClientCaps, "a ClientCapabilities object", id)
 	}
 	env.Capabilities = caps
@@ -207,32 +219,38 @@ func CheckModern(m *Message, h ModernHeaders) (Envelope, error) {
 			return env, badMeta(metaLogLevel, "one of "+strings.Join(logLevels, ", "), id)
 		}
 	}
-	if h.HasVersion && h.Version != env.Version {
-		return env, headerMismatch("MCP-Protocol-Version "+quoteVersion(h.Version)+" differs from _meta "+metaProtocolVersion+" "+quoteVersion(env.Version), id)
-	}
-	if h.HasMethod && h.Method != m.Method {
-		return env, headerMismatch("Mcp-Method "+quoteVersion(h.Method)+" differs from the body's method "+quoteVersion(m.Method), id)
-	}
-	if !servedModern(env.Version) {
-		return env, &Error{Kind: KindInvalid, Code: CodeUnsupportedVersion, ID: id,
+	return env, nil
+}
+
+// checkHeaders checks a modern request's headers against its body and
+// envelope, in the spec's order: the headers that differ from the body,
+// a version not served, the headers that are missing or differ
+// (Mcp-Name), and last a method 2026-07-28 does not have.
+func checkHeaders(m *Message, h ModernHeaders, env Envelope) error {
+	id := m.ID()
+	switch {
+	case h.HasVersion && h.Version != env.Version:
+		return headerMismatch("MCP-Protocol-Version "+quoteVersion(h.Version)+" differs from _meta "+metaProtocolVersion+" "+quoteVersion(env.Version), id)
+	case h.HasMethod && h.Method != m.Method:
+		return headerMismatch("Mcp-Method "+quoteVersion(h.Method)+" differs from the body's method "+quoteVersion(m.Method), id)
+	case !servedModern(env.Version):
+		return &Error{Kind: KindInvalid, Code: CodeUnsupportedVersion, ID: id,
 			Message: "Unsupported protocol version " + quoteVersion(env.Version) + " (supported: " + strings.Join(ModernVersions, ", ") + ")",
 			Data:    map[string]any{"supported": ModernVersions, "requested": env.Version}}
-	}
-	if !h.HasVersion {
-		return env, headerMismatch("the MCP-Protocol-Version header is required", id)
-	}
-	if !h.HasMethod {
-		return env, headerMismatch("the Mcp-Method header is required", id)
+	case !h.HasVersion:
+		return headerMismatch("the MCP-Protocol-Version header is required", id)
+	case !h.HasMethod:
+		return headerMismatch("the Mcp-Method header is required", id)
 	}
 	if key := nameParam(m.Method); key != "" {
 		if err := checkName(m, h, key); err != nil {
-			return env, err
+			return err
 		}
 	}
 	if _, ok := modernMethods[m.Method]; !ok {
-		return env, methodNotFound(m.Method, id)
+		return methodNotFound(m.Method, id)
 	}
-	return env, nil
+	return nil
 }
 
 // checkName checks Mcp-Name against the params member it mirrors.

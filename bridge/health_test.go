@@ -73,3 +73,44 @@ func TestNoBareGo(t *testing.T) {
 		})
 	})
 }
+
+// maxComplexity is the most cyclomatic complexity a function of the
+// package may have.
+const maxComplexity = 20
+
+// TestComplexity: no function of the package is over maxComplexity,
+// counted as gocyclo counts (github.com/fzipp/gocyclo): one, and one more
+// for each if, for, range, non-default case or select clause, && and ||.
+// A function over it does several things that want names of their own.
+func TestComplexity(t *testing.T) {
+	packageFuncs(t, func(fset *token.FileSet, fd *ast.FuncDecl) {
+		if c := complexity(fd); c > maxComplexity {
+			t.Errorf("%s: %s has cyclomatic complexity %d, over %d", fset.Position(fd.Pos()), funcName(fd), c, maxComplexity)
+		}
+	})
+}
+
+// complexity is gocyclo's count for fd.
+func complexity(fd *ast.FuncDecl) int {
+	c := 1
+	ast.Inspect(fd, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.IfStmt, *ast.ForStmt, *ast.RangeStmt:
+			c++
+		case *ast.CaseClause:
+			if n.List != nil {
+				c++
+			}
+		case *ast.CommClause:
+			if n.Comm != nil {
+				c++
+			}
+		case *ast.BinaryExpr:
+			if n.Op == token.LAND || n.Op == token.LOR {
+				c++
+			}
+		}
+		return true
+	})
+	return c
+}

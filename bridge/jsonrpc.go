@@ -232,27 +232,42 @@ func replace(b []byte, s span, repl []byte, owned bool) []byte {
 // either before a big result (Go, Python) or after it (the TypeScript SDK
 // writes {"result":…,"jsonrpc":"2.0","id":7}).
 func idFromOversize(head, tail []byte) []byte {
-	// In the head, members before the first big one are complete.
-	if i := skipSpace(head, 0); i < len(head) && head[i] == '{' {
-		for i = skipSpace(head, i+1); i < len(head) && head[i] == '"'; {
-			ke := skipString(head, i)
-			key := head[i+1 : max(i+1, ke-1)]
-			vs := skipSpace(head, skipSpace(head, ke)+1)
-			ve := skipValue(head, vs)
-			if ve >= len(head) {
-				break // the value runs past what was kept
-			}
-			if string(key) == "id" && json.Valid(head[vs:ve]) {
-				return head[vs:ve]
-			}
-			i = skipSpace(head, ve)
-			if i >= len(head) || head[i] != ',' {
-				break
-			}
-			i = skipSpace(head, i+1)
-		}
+	if id := idInHead(head); id != nil {
+		return id
 	}
-	// In the tail, look for a last member `"id":<scalar>}`.
+	return idInTail(tail)
+}
+
+// idInHead finds the id among the members of the head of a message that
+// are complete: those before the first big one.
+func idInHead(head []byte) []byte {
+	i := skipSpace(head, 0)
+	if i >= len(head) || head[i] != '{' {
+		return nil
+	}
+	for i = skipSpace(head, i+1); i < len(head) && head[i] == '"'; {
+		ke := skipString(head, i)
+		key := head[i+1 : max(i+1, ke-1)]
+		vs := skipSpace(head, skipSpace(head, ke)+1)
+		ve := skipValue(head, vs)
+		if ve >= len(head) {
+			return nil // the value runs past what was kept
+		}
+		if string(key) == "id" && json.Valid(head[vs:ve]) {
+			return head[vs:ve]
+		}
+		i = skipSpace(head, ve)
+		if i >= len(head) || head[i] != ',' {
+			return nil
+		}
+		i = skipSpace(head, i+1)
+	}
+	return nil
+}
+
+// idInTail finds the id as the last member of the tail of a message:
+// `"id":<scalar>}`.
+func idInTail(tail []byte) []byte {
 	t := bytes.TrimRight(tail, " \t\r\n")
 	if len(t) == 0 || t[len(t)-1] != '}' {
 		return nil
@@ -267,7 +282,7 @@ func idFromOversize(head, tail []byte) []byte {
 		return nil
 	}
 	v = bytes.TrimSpace(v[1:])
-	if json.Valid(v) && (v[0] == '"' || v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) {
+	if json.Valid(v) && validID(v) {
 		return v
 	}
 	return nil

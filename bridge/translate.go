@@ -43,27 +43,11 @@ type resultHints struct {
 // such a response is returned as it is.
 func decorateResult(m *childMsg, h resultHints) []byte {
 	msg, f := m.raw, m.f
-	if !f.result.ok() {
-		return msg
-	}
 	res := f.result.of(msg)
 	if len(res) == 0 || res[0] != '{' {
 		return msg
 	}
-	var has struct{ resultType, ttl, scope, meta, serverInfo bool }
-	_ = eachMember(res, func(k []byte, v span) {
-		switch string(k) {
-		case "resultType":
-			has.resultType = true
-		case "ttlMs":
-			has.ttl = true
-		case "cacheScope":
-			has.scope = true
-		case "_meta":
-			has.meta = res[v.start] == '{'
-			has.serverInfo = has.meta && member(v.of(res), metaServerInfo).ok()
-		}
-	})
+	has := membersOf(res)
 	out := res
 	var add []byte
 	if h.serverInfo != nil && !has.serverInfo {
@@ -78,6 +62,42 @@ func decorateResult(m *childMsg, h resultHints) []byte {
 	if h.forceScope && has.scope {
 		out = splice(out, member(out, "cacheScope"), strconv.AppendQuote(nil, h.scope))
 	}
+	add = h.missing(add, has)
+	if len(add) > 0 {
+		// New members go first, so the result's own come after them.
+		out = openObject(out, add)
+	}
+	if bytes.Equal(out, res) {
+		return msg
+	}
+	return splice(msg, f.result, out)
+}
+
+// hinted is which of the members decorateResult adds a result has.
+type hinted struct{ resultType, ttl, scope, meta, serverInfo bool }
+
+// membersOf reads which of them res, a result object, has.
+func membersOf(res []byte) hinted {
+	var has hinted
+	_ = eachMember(res, func(k []byte, v span) {
+		switch string(k) {
+		case "resultType":
+			has.resultType = true
+		case "ttlMs":
+			has.ttl = true
+		case "cacheScope":
+			has.scope = true
+		case "_meta":
+			has.meta = res[v.start] == '{'
+			has.serverInfo = has.meta && member(v.of(res), metaServerInfo).ok()
+		}
+	})
+	return has
+}
+
+// missing appends to add the hints a result that has what has says
+// lacks: its resultType, and the caching hints of a cacheable one.
+func (h resultHints) missing(add []byte, has hinted) []byte {
 	if !has.resultType {
 		add = appendMember(add, `"resultType":`+strconv.Quote(h.resultType))
 	}
@@ -87,14 +107,7 @@ func decorateResult(m *childMsg, h resultHints) []byte {
 	if h.cache && !has.scope {
 		add = appendMember(add, `"cacheScope":`+strconv.Quote(h.scope))
 	}
-	if len(add) > 0 {
-		// New members go first, so the result's own come after them.
-		out = openObject(out, add)
-	}
-	if bytes.Equal(out, res) {
-		return msg
-	}
-	return splice(msg, f.result, out)
+	return add
 }
 
 // openObject returns the object obj with the members in front of its own.
