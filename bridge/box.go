@@ -25,8 +25,8 @@ type box struct {
 	wake   chan struct{}
 }
 
-func newBox(u *upstream, owner Owner, level int) *box {
-	return &box{partyState: partyState{log: u.logger(), owner: owner.Key, logLevel: level}, stats: &u.b.stats, up: u, wake: make(chan struct{}, 1)}
+func newBox(b *Bridge, u *upstream, owner Owner, level int) *box {
+	return &box{partyState: partyState{log: u.logger(), owner: owner.Key, logLevel: level}, stats: &b.stats, up: u, wake: make(chan struct{}, 1)}
 }
 
 // put appends m. While the call is parked, what the child sends for it

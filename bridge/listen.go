@@ -74,7 +74,7 @@ func (mc *ModernCall) startListen(ctx context.Context, m *Message) error {
 		prompts:   want.PromptsListChanged && c.Prompts != nil && c.Prompts.ListChanged,
 		resources: want.ResourcesListChanged && c.Resources != nil && c.Resources.ListChanged,
 	}}
-	x.box = *newBox(u, mc.owner, -1)
+	x.box = *newBox(mc.b, u, mc.owner, -1)
 	if err := u.join(x); err != nil {
 		return err
 	}
@@ -164,4 +164,14 @@ func (b *Bridge) removeListen(mc *ModernCall) {
 	b.mu.Lock()
 	delete(b.listens, mc)
 	b.mu.Unlock()
+}
+
+// listenBoxesLocked are the boxes of the open listens, which Drain ends.
+// Called with b.mu held.
+func (b *Bridge) listenBoxesLocked() []*box {
+	boxes := make([]*box, 0, len(b.listens))
+	for mc := range b.listens {
+		boxes = append(boxes, mc.run.inbox)
+	}
+	return boxes
 }

@@ -79,6 +79,12 @@ func indexOf(s *keySet) map[string]int {
 // ID is the raw id of a request or response, byte for byte as sent.
 func (m *Message) ID() []byte { return m.f.id.of(m.Raw) }
 
+// idAt is where the id is in the message, for a change made in place.
+func (m *Message) idAt() span { return m.f.id }
+
+// params is the message's params, as sent; nil for none.
+func (m *Message) params() []byte { return m.f.params.of(m.Raw) }
+
 // Methods the bridge treats specially.
 const (
 	MethodInitialize  = "initialize"

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -289,7 +290,7 @@ func (mc *ModernCall) noteTarget(m *Message) {
 // submit puts the call's request m on u's child, in a box of its own.
 // quiet: it takes nothing but its answer and what names it (a listen).
 func (mc *ModernCall) submit(u *upstream, m *Message, quiet bool) error {
-	x := newBox(u, mc.owner, levelIndex(mc.env.LogLevel))
+	x := newBox(mc.b, u, mc.owner, levelIndex(mc.env.LogLevel))
 	if err := u.join(x); err != nil {
 		return err
 	}
@@ -550,3 +551,57 @@ func (mc *ModernCall) String() string { return fmt.Sprintf("%s %s", mc.method, m
 
 // isClosing reports whether the bridge is shutting down.
 func (b *Bridge) isClosing() bool { return b.phaseNow() != phaseOpen }
+
+// modernSnapshot lists the modern requests in progress, oldest first.
+func (b *Bridge) modernSnapshot() []ModernSnapshot {
+	out := []ModernSnapshot{}
+	b.mu.Lock()
+	calls := make([]*ModernCall, 0, len(b.running))
+	for mc := range b.running {
+		calls = append(calls, mc)
+	}
+	b.mu.Unlock()
+	for _, mc := range calls {
+		out = append(out, mc.snapshot(nil))
+	}
+	b.exMu.Lock()
+	parked := make([]*exchange, 0, len(b.exchanges))
+	for _, ex := range b.exchanges {
+		parked = append(parked, ex)
+	}
+	b.exMu.Unlock()
+	for _, ex := range parked {
+		out = append(out, ex.call.snapshot(ex))
+	}
+	slices.SortFunc(out, func(a, b ModernSnapshot) int { return a.Started.Compare(b.Started) })
+	return out
+}
+
+// snapshot describes the call; ex is its exchange if it is parked.
+func (mc *ModernCall) snapshot(ex *exchange) ModernSnapshot {
+	m := ModernSnapshot{Principal: mc.owner.Name, Method: mc.method, Target: mc.target, Started: mc.started,
+		State: ModernRunning, owner: mc.owner.Key}
+	if mc.Listen() {
+		m.State = ModernListening
+	}
+	if ex != nil {
+		m.State = ModernWaiting
+		exp := ex.expires
+		m.Expires = &exp
+	}
+	if r := mc.run; r != nil {
+		m.Leased, m.ChildPid = r.lease != nil, r.u.pid()
+	}
+	return m
+}
+
+// modernBusy counts the 2026-07-28 calls running on a child by method into
+// methods, and returns how many there are (Busy).
+func (b *Bridge) modernBusy(methods map[string]int) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for mc := range b.running {
+		methods[mc.method]++
+	}
+	return len(b.running)
+}

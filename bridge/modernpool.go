@@ -2,11 +2,14 @@ package bridge
 
 import (
 	"context"
+	"crypto/cipher"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,6 +38,52 @@ import (
 // answers server/discover is modern, and its requests pass through; any
 // other is legacy, initialized by the bridge with profileParams, and
 // translated.
+
+// modernEra is the state of the 2026-07-28 era, a part of the Bridge:
+// its pools, the calls in progress, listening and parked, and the key
+// that seals the requestStates it relays. pools, listens and running are
+// guarded by the bridge's mutex.
+type modernEra struct {
+	pools    map[string]*modernPool // by partition
+	childEra atomic.Int32           // what the children speak, once probed
+	probeMu  sync.Mutex             // one probe at a time
+	listens  map[*ModernCall]bool   // open listens, which Drain ends
+	running  map[*ModernCall]bool   // calls in progress on a child (Snapshot)
+	exMu     sync.Mutex             // guards exchanges and leasedBy; a leaf
+	// exchanges are the calls parked for their clients' retries, by
+	// requestState handle. leasedBy counts the calls on leased children,
+	// running or parked, by owner (an owner with none has no entry), and
+	// leased all of them (enterLeased).
+	exchanges map[string]*exchange
+	leasedBy  map[string]int
+	leased    int
+	// stateKey seals the modern child's requestStates the bridge relays
+	// (wrapState, sealed.go); random, this process's own. spent holds the
+	// ids of the wrappers used (until they expire), under exMu;
+	// spentSweep is the size at which expired ones are swept.
+	stateKey   [32]byte
+	stateAEAD  cipher.AEAD
+	spent      map[[16]byte]int64
+	spentSweep int
+}
+
+// init makes the era's maps and its sealing key.
+func (e *modernEra) init() error {
+	e.pools = make(map[string]*modernPool)
+	e.listens = make(map[*ModernCall]bool)
+	e.running = make(map[*ModernCall]bool)
+	e.exchanges = make(map[string]*exchange)
+	e.leasedBy = make(map[string]int)
+	if _, err := rand.Read(e.stateKey[:]); err != nil {
+		return fmt.Errorf("bridge: requestState key: %w", err)
+	}
+	aead, err := newStateAEAD(e.stateKey[:])
+	if err != nil {
+		return fmt.Errorf("bridge: requestState cipher: %w", err)
+	}
+	e.stateAEAD, e.spent, e.spentSweep = aead, map[[16]byte]int64{}, 1024
+	return nil
+}
 
 // childEra is what a server's children speak.
 type childEra int32
@@ -224,8 +273,7 @@ func (p *modernPool) baseUpstream(ctx context.Context) (*upstream, error) {
 				return p.base, nil
 			}
 		}
-		u := newUpstream(b, roleModernBase)
-		u.env = p.env
+		u := newChildFor(b, roleModernBase, p.env)
 		if !u.takeSlot() {
 			return nil, errNoSlot
 		}
@@ -387,8 +435,7 @@ func (p *modernPool) leaseChild(ctx context.Context, owner string, base *upstrea
 		}
 	}
 	p.mu.Unlock()
-	u := newUpstream(b, roleLease)
-	u.env, u.hub = p.env, base
+	u := newLease(b, p.env, base)
 	if err := b.reserve(ctx, u, owner); err != nil {
 		return nil, err
 	}
@@ -527,3 +574,118 @@ func (p *modernPool) all() []*upstream {
 
 // String names the pool in logs.
 func (p *modernPool) String() string { return fmt.Sprintf("modern pool %q", p.key) }
+
+// reclaimPools stops the children of modern pools that no call used for
+// IdleTimeout: warm leases, and a base child of the pool's own.
+func (b *Bridge) reclaimPools(now time.Time) {
+	b.mu.Lock()
+	var stop []*upstream
+	var left []*modernPool
+	for _, p := range b.pools {
+		stop = append(stop, p.reclaim(now, b.cfg.IdleTimeout)...)
+		left = append(left, p)
+	}
+	b.mu.Unlock()
+	for _, p := range left {
+		p.mu.Lock()
+		empty := p.emptyLocked()
+		p.mu.Unlock()
+		if empty {
+			b.forgetPool(p)
+		}
+	}
+	for _, u := range stop {
+		u.logger().Info("modern pool idle; stopping its child", "idle_timeout", b.cfg.IdleTimeout)
+		b.track(func() { u.stop(context.Background()) })
+	}
+}
+
+// poolChild is a child of a modern pool, for Snapshot.
+type poolChild struct {
+	u        *upstream
+	owners   []string // the principals it serves
+	everyone bool     // it serves every principal
+}
+
+// poolChildren lists the children of the modern pools: each pool's base,
+// which serves its partition, and its leases, each the principal's whose
+// call it serves or whose warm ones it is.
+func (b *Bridge) poolChildren() []poolChild {
+	b.mu.Lock()
+	pools := make([]*modernPool, 0, len(b.pools))
+	for _, p := range b.pools {
+		pools = append(pools, p)
+	}
+	b.mu.Unlock()
+	var out []poolChild
+	for _, p := range pools {
+		p.mu.Lock()
+		if p.base != nil {
+			if p.key == "" {
+				out = append(out, poolChild{u: p.base, everyone: true})
+			} else {
+				out = append(out, poolChild{u: p.base, owners: []string{p.key}})
+			}
+		}
+		for u, owner := range p.leased {
+			out = append(out, poolChild{u: u, owners: []string{owner}})
+		}
+		for owner, list := range p.idle {
+			for _, l := range list {
+				out = append(out, poolChild{u: l.u, owners: []string{owner}})
+			}
+		}
+		p.mu.Unlock()
+	}
+	return out
+}
+
+// ModernSnapshot counts the modern era's parked calls, leased children
+// and listens.
+func (b *Bridge) ModernSnapshot() ModernCounts {
+	var m ModernCounts
+	b.exMu.Lock()
+	m.Parked = len(b.exchanges)
+	b.exMu.Unlock()
+	b.mu.Lock()
+	m.Listens = len(b.listens)
+	pools := make([]*modernPool, 0, len(b.pools))
+	for _, p := range b.pools {
+		pools = append(pools, p)
+	}
+	b.mu.Unlock()
+	for _, p := range pools {
+		p.mu.Lock()
+		m.Leased += len(p.leased)
+		p.mu.Unlock()
+	}
+	return m
+}
+
+// poolsChildrenLocked takes every child out of every pool, for Close to
+// stop. Called with b.mu held.
+func (b *Bridge) poolsChildrenLocked() []*upstream {
+	var ups []*upstream
+	for _, p := range b.pools {
+		ups = append(ups, p.all()...)
+	}
+	return ups
+}
+
+// poolSnapshots describes the children of the modern pools that seen
+// does not have yet (a pool's base may be the shared child), and adds
+// them to it.
+func (b *Bridge) poolSnapshots(seen map[*upstream]bool) []ChildSnapshot {
+	var out []ChildSnapshot
+	for _, pc := range b.poolChildren() {
+		if seen[pc.u] {
+			continue // the shared child: listed already
+		}
+		seen[pc.u] = true
+		if c, ok := pc.u.snapshot(pc.everyone); ok {
+			c.owners = pc.owners
+			out = append(out, c)
+		}
+	}
+	return out
+}

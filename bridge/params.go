@@ -127,7 +127,7 @@ func (p *modernPool) fetchTools(ctx context.Context, u *upstream, era childEra) 
 			params["_meta"] = meta["_meta"]
 		}
 		raw, _ := json.Marshal(params)
-		res, err := u.ask(ctx, "tools/list", raw, u.b.requestBound())
+		res, err := u.ask(ctx, "tools/list", raw, p.b.requestBound())
 		if err != nil {
 			p.b.log.Debug("could not read the tool list for Mcp-Param headers", "err", err)
 			return

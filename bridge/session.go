@@ -404,8 +404,7 @@ func atLevel(params []byte, level int) bool {
 // flight the notification is dropped ("the receiver MAY ignore" it), never
 // forwarded with an id that could name some other request of the child.
 func (s *Session) cancelLocked(m *Message) []byte {
-	p := m.f.params.of(m.Raw)
-	if p == nil || p[0] != '{' {
+	if p := m.params(); p == nil || p[0] != '{' {
 		return nil
 	}
 	rs := m.paramAt("requestId")
@@ -989,5 +988,48 @@ func exitStatus(err error) string {
 		return ee.ProcessState.String()
 	default:
 		return err.Error()
+	}
+}
+
+// snapshot describes the session, for Snapshot.
+func (s *Session) snapshot() SessionSnapshot {
+	u := s.up
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	ss := SessionSnapshot{ID: s.id, Principal: s.ownerName, Version: s.version, Created: s.created,
+		LastActivity: s.lastSeen, InFlight: len(s.byClient), StreamOpen: s.get != nil, owner: s.owner}
+	if at, gone := s.expiryLocked(); !at.IsZero() {
+		ss.Expires, ss.Unreachable = &at, gone
+	}
+	if u.child != nil {
+		ss.ChildPid = u.child.Pid()
+	}
+	return ss
+}
+
+// busy counts the session's requests in flight by method into methods,
+// and returns how many there are (Busy).
+func (s *Session) busy(methods map[string]int) int {
+	u := s.up
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	n := 0
+	for _, cid := range s.byClient {
+		if c := u.calls[cid]; c != nil {
+			methods[c.method]++
+			n++
+		}
+	}
+	return n
+}
+
+// drain ends the session's GET stream, if it has one, for Drain: its
+// client reconnects elsewhere.
+func (s *Session) drain() {
+	s.up.mu.Lock()
+	get := s.get
+	s.up.mu.Unlock()
+	if get != nil {
+		get.finish()
 	}
 }

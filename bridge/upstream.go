@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -143,6 +144,22 @@ func (u *upstream) gateLocked() *initGate {
 	return u.mux.gate
 }
 
+// newChildFor is an upstream of role r whose child starts with env added
+// to the bridge's environment (a principal's claims).
+func newChildFor(b *Bridge, r role, env []string) *upstream {
+	u := newUpstream(b, r)
+	u.env = env
+	return u
+}
+
+// newLease is a lease's upstream: its child starts with env, and what it
+// announces goes to the listens of hub, its pool's base child.
+func newLease(b *Bridge, env []string, hub *upstream) *upstream {
+	u := newChildFor(b, roleLease, env)
+	u.hub = hub
+	return u
+}
+
 // deadLocked reports whether the child's crash-loop breaker has tripped:
 // it is not started again. Called with mu held.
 func (u *upstream) deadLocked() bool { return u.mux != nil && u.mux.dead }
@@ -270,12 +287,12 @@ func (u *upstream) register(c *call, m *Message) []byte {
 	idBytes := strconv.AppendInt(nil, id, 10)
 	tok := m.metaAt("progressToken")
 	if !tok.ok() {
-		return splice(m.Raw, m.f.id, idBytes)
+		return splice(m.Raw, m.idAt(), idBytes)
 	}
 	// The child sees the request's own child-side id as its token: unique
 	// on the child even when sessions pick the same tokens.
 	c.token = bytes.Clone(tok.of(m.Raw))
-	return splice2(m.Raw, m.f.id, tok, idBytes)
+	return splice2(m.Raw, m.idAt(), tok, idBytes)
 }
 
 // write sends lines to the child. A failure means the child is gone or
@@ -430,4 +447,29 @@ func (u *upstream) ask(ctx context.Context, method string, params []byte, d time
 	u.settleLocked(id)
 	u.mu.Unlock()
 	return c.result, err
+}
+
+func (u *upstream) snapshot(everyone bool) (ChildSnapshot, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.child == nil {
+		return ChildSnapshot{}, false
+	}
+	c := ChildSnapshot{Pid: u.child.Pid(), Started: u.started,
+		Sessions: len(u.parties), Identity: u.owner.Name, StderrTail: u.child.StderrTail(), everyone: everyone}
+	if u.mux != nil {
+		c.Restarts = u.mux.restarts
+	}
+	switch {
+	case everyone:
+	case u.role == roleIdentity:
+		c.owners = []string{u.owner.Key}
+	default:
+		for p := range u.parties {
+			if o := p.party().owner; !slices.Contains(c.owners, o) {
+				c.owners = append(c.owners, o)
+			}
+		}
+	}
+	return c, true
 }
