@@ -320,12 +320,8 @@ func (mc *ModernCall) Listen() bool { return mc.method == "subscriptions/listen"
 // the client first, or the final answer. An *Error is the answer, with an
 // HTTP status of its own.
 func (mc *ModernCall) Await(ctx context.Context, d time.Duration) error {
-	var timeout <-chan time.Time
-	if d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		timeout = t.C
-	}
+	timeout, stop := after(d)
+	defer stop()
 	msgs, _, err := mc.next(ctx, timeout)
 	mc.early = append(mc.early, msgs...)
 	return err
@@ -439,8 +435,7 @@ func (mc *ModernCall) waitFor(timeout <-chan time.Time) (<-chan time.Time, func(
 	if mc.state != stateGathering {
 		return timeout, func() {}
 	}
-	t := time.NewTimer(time.Until(mc.run.gatherEnd))
-	return t.C, func() { t.Stop() }
+	return after(max(time.Until(mc.run.gatherEnd), time.Nanosecond))
 }
 
 // read takes what the child sent for the call and turns it into what the

@@ -185,6 +185,16 @@ func Pump(ctx context.Context, src Source, o ServeOptions, emit func([]Event) er
 	}
 }
 
+// after is a channel that fires once d has passed (never, for d <= 0),
+// and what stops it.
+func after(d time.Duration) (<-chan time.Time, func()) {
+	if d <= 0 {
+		return nil, func() {}
+	}
+	t := time.NewTimer(d)
+	return t.C, func() { t.Stop() }
+}
+
 // ServerOf is b as a transport serves it.
 func ServerOf(b *Bridge) Server { return bridgeServer{b} }
 
@@ -269,12 +279,8 @@ func (st *Stream) read() *streamReader {
 }
 
 func (x *streamReader) Await(ctx context.Context, d time.Duration) error {
-	var timeout <-chan time.Time
-	if d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		timeout = t.C
-	}
+	timeout, stop := after(d)
+	defer stop()
 	if err := x.st.wait(ctx, timeout); err != nil {
 		x.Close()
 		return err
