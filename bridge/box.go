@@ -74,21 +74,14 @@ func (x *box) park(parked bool) {
 // error is returned) or timeout fires (fired true). A nil timeout never
 // fires.
 func (x *box) wait(ctx context.Context, timeout <-chan time.Time) (fired bool, err error) {
-	for {
-		x.mu.Lock()
-		ready := len(x.items) > 0 || x.final
-		x.mu.Unlock()
-		if ready {
-			return false, nil
-		}
-		select {
-		case <-x.wake:
-		case <-timeout:
-			return true, nil
-		case <-ctx.Done():
-			return false, ctx.Err()
-		}
-	}
+	return waitWake(ctx, x.wake, timeout, x.ready)
+}
+
+// ready reports whether the box has something or is final.
+func (x *box) ready() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return len(x.items) > 0 || x.final
 }
 
 // take takes what is there, appended to buf, and reports whether the box

@@ -320,9 +320,9 @@ func (mc *ModernCall) Listen() bool { return mc.method == "subscriptions/listen"
 // the client first, or the final answer. An *Error is the answer, with an
 // HTTP status of its own.
 func (mc *ModernCall) Await(ctx context.Context, d time.Duration) error {
-	timeout, stop := after(d)
-	defer stop()
-	msgs, _, err := mc.next(ctx, timeout)
+	t := after(d)
+	defer t.stop()
+	msgs, _, err := mc.next(ctx, t.c())
 	mc.early = append(mc.early, msgs...)
 	return err
 }
@@ -408,9 +408,9 @@ func (mc *ModernCall) next(ctx context.Context, timeout <-chan time.Time) ([]Eve
 		return nil, true, nil
 	}
 	for {
-		wait, stop := mc.waitFor(timeout)
+		wait, gather := mc.waitFor(timeout)
 		fired, err := mc.run.inbox.wait(ctx, wait)
-		stop()
+		gather.stop()
 		if err != nil {
 			return nil, false, err
 		}
@@ -430,12 +430,14 @@ func (mc *ModernCall) next(ctx context.Context, timeout <-chan time.Time) ([]Eve
 }
 
 // waitFor is what Next waits for besides the box: the caller's timeout,
-// or, while a round is gathered, the end of its window.
-func (mc *ModernCall) waitFor(timeout <-chan time.Time) (<-chan time.Time, func()) {
+// or, while a round is gathered, the end of its window (a timer of its
+// own, to stop after the wait).
+func (mc *ModernCall) waitFor(timeout <-chan time.Time) (<-chan time.Time, timer) {
 	if mc.state != stateGathering {
-		return timeout, func() {}
+		return timeout, timer{}
 	}
-	return after(max(time.Until(mc.run.gatherEnd), time.Nanosecond))
+	t := after(max(time.Until(mc.run.gatherEnd), time.Nanosecond))
+	return t.c(), t
 }
 
 // read takes what the child sent for the call and turns it into what the

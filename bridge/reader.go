@@ -185,14 +185,49 @@ func Pump(ctx context.Context, src Source, o ServeOptions, emit func([]Event) er
 	}
 }
 
-// after is a channel that fires once d has passed (never, for d <= 0),
-// and what stops it.
-func after(d time.Duration) (<-chan time.Time, func()) {
-	if d <= 0 {
-		return nil, func() {}
+// waitWake blocks until ready holds, ctx ends (its error is returned) or
+// timeout fires (fired true); wake is signalled whenever ready may have
+// come true. A nil timeout never fires. (A Stream's wait, a box's.)
+func waitWake(ctx context.Context, wake <-chan struct{}, timeout <-chan time.Time, ready func() bool) (fired bool, err error) {
+	for !ready() {
+		select {
+		case <-wake:
+		case <-timeout:
+			return true, nil
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
 	}
-	t := time.NewTimer(d)
-	return t.C, func() { t.Stop() }
+	return false, nil
+}
+
+// timer fires once, after the duration it was made with (the zero timer,
+// or one made for d <= 0, never fires). A value, so that a wait that ends
+// after a while costs the time.Timer only.
+type timer struct{ t *time.Timer }
+
+// after is a timer that fires once d has passed.
+func after(d time.Duration) timer {
+	if d <= 0 {
+		return timer{}
+	}
+	return timer{time.NewTimer(d)}
+}
+
+// c is the channel the timer fires on (nil, never ready, if it never
+// fires).
+func (t timer) c() <-chan time.Time {
+	if t.t == nil {
+		return nil
+	}
+	return t.t.C
+}
+
+// stop lets the timer go.
+func (t timer) stop() {
+	if t.t != nil {
+		t.t.Stop()
+	}
 }
 
 // ServerOf is b as a transport serves it.
@@ -279,9 +314,9 @@ func (st *Stream) read() *streamReader {
 }
 
 func (x *streamReader) Await(ctx context.Context, d time.Duration) error {
-	timeout, stop := after(d)
-	defer stop()
-	if err := x.st.wait(ctx, timeout); err != nil {
+	t := after(d)
+	defer t.stop()
+	if err := x.st.wait(ctx, t.c()); err != nil {
 		x.Close()
 		return err
 	}

@@ -323,21 +323,15 @@ func (st *Stream) wait(ctx context.Context, timeout <-chan time.Time) error {
 // it: wait takes the timer's one value, so a caller that must tell a
 // timeout from messages it then drops cannot read the channel after it.
 func (st *Stream) waitFired(ctx context.Context, timeout <-chan time.Time) (bool, error) {
-	for {
-		st.mu.Lock()
-		ready := len(st.msgs) > 0 || st.final
-		st.mu.Unlock()
-		if ready || st.unread() {
-			return false, nil
-		}
-		select {
-		case <-st.wake:
-		case <-timeout:
-			return true, nil
-		case <-ctx.Done():
-			return false, ctx.Err()
-		}
-	}
+	return waitWake(ctx, st.wake, timeout, st.ready)
+}
+
+// ready reports whether the stream has something to take or is final.
+func (st *Stream) ready() bool {
+	st.mu.Lock()
+	ready := len(st.msgs) > 0 || st.final
+	st.mu.Unlock()
+	return ready || st.unread()
 }
 
 // unread reports whether the log holds events the current client has not
