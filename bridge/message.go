@@ -66,6 +66,7 @@ func (p pos) span() span {
 var (
 	paramIndex = indexOf(paramsKeys)
 	metaIndex  = indexOf(metaKeys)
+	metaParam  = paramIndex["_meta"] // looked up once, not per member
 )
 
 func indexOf(s *keySet) map[string]int {
@@ -252,7 +253,7 @@ func (m *Message) checkMembers() error {
 func (m *Message) checkParam(p, key []byte, i int, v span) error {
 	val := v.of(p)
 	switch {
-	case val[0] == '{' && i == paramIndex["_meta"]:
+	case val[0] == '{' && i == metaParam:
 		return m.checkMeta(val, m.f.params.start+v.start)
 	case val[0] == '{' || val[0] == '[':
 		return checkDeep(val, place{where: "params", key: key})
