@@ -5,8 +5,9 @@
 # binary for the conformance CLI, playwright-core), HAProxy, nginx and Chromium,
 # checks formatting and vet, vets and builds every release target (macOS and
 # Windows included: linux/amd64, linux/arm64, darwin/amd64, darwin/arm64,
-# windows/amd64), runs every test with the race detector, and fuzzes the
-# message scanner for 30 seconds.
+# windows/amd64) and FreeBSD (the portable containment fallback), runs
+# every test with the race detector, and fuzzes the message scanner for
+# 30 seconds.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -37,10 +38,13 @@ go vet ./...
 # change. linux/amd64 was vetted above and builds from the same cache.
 # GoReleaser's own check of .goreleaser.yaml is TestReleaseConfig (its
 # schema): GoReleaser itself takes 11 to 24 minutes to build from the Go
-# module proxy on a fresh machine.
-echo "== go vet and go build for the release targets"
+# module proxy on a fresh machine. FreeBSD is no release target, but it is
+# where the containment seam's portable fallback (stdio/contain_other.go,
+# a process group per child) is built for: it stands for the Unix systems
+# without a containment of their own.
+echo "== go vet and go build for the release targets, and FreeBSD"
 go build ./...
-for target in linux/arm64 darwin/amd64 darwin/arm64 windows/amd64; do
+for target in linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 freebsd/amd64; do
   echo "-- $target"
   GOOS=${target%/*} GOARCH=${target#*/} CGO_ENABLED=0 go vet ./...
   GOOS=${target%/*} GOARCH=${target#*/} CGO_ENABLED=0 go build ./...

@@ -8,12 +8,10 @@
 package bridge
 
 import (
-	"bytes"
+	"cmp"
 	"context"
-	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -206,22 +204,11 @@ type Bridge struct {
 	cfg   Config
 	log   *slog.Logger
 	stats Stats
-	// starts is per-session mode's start breaker (startbreaker.go).
-	starts startBreaker
-	start  startFunc // how a child starts: startProcess but in tests
+	start startFunc // how a child starts: startProcess but in tests
 
-	mu       sync.Mutex
-	sessions map[string]*Session
-	shared   *upstream // the shared child, in ModeShared
-	// identities are the owners' children, in ModePerIdentity.
-	identities map[string]*upstream
-
-	streamIDs    atomic.Int64   // stream ids given out
-	children     slots          // the process budget, MaxChildren (budget.go)
-	pool         chan *upstream // started children waiting for a session (refill's)
-	poolKick     chan struct{}  // capacity 1: the pool may need refilling
-	spawnSem     chan struct{}  // spawnConcurrency slots
-	spawnWaiting atomic.Int64   // sessions waiting for a slot
+	mu sync.Mutex
+	// The sessions and the children they run on (start.go).
+	sessionSet
 
 	// The bridge's life (lifecycle.go): one state, guarded by stateMu, a
 	// leaf lock (nothing is taken inside it), and one channel, shutdown,
@@ -234,31 +221,62 @@ type Bridge struct {
 	stopCtx  context.Context // Close's: bounds the stops of what is left after shutdown (refill's children)
 	wg       sync.WaitGroup
 
-	// The modern era (modern*.go, mrtr.go, listen.go).
-	pools    map[string]*modernPool // by partition
-	childEra atomic.Int32           // what the children speak, once probed
-	probeMu  sync.Mutex             // one probe at a time
-	listens  map[*ModernCall]bool   // open listens, which Drain ends
-	running  map[*ModernCall]bool   // calls in progress on a child (Snapshot)
-	exMu     sync.Mutex             // guards exchanges and leasedBy; a leaf
-	// exchanges are the calls parked for their clients' retries, by
-	// requestState handle. leasedBy counts the calls on leased children,
-	// running or parked, by owner (an owner with none has no entry), and
-	// leased all of them (enterLeased).
-	exchanges map[string]*exchange
-	leasedBy  map[string]int
-	leased    int
-	// stateKey seals the modern child's requestStates the bridge relays
-	// (wrapState, sealed.go); random, this process's own. spent holds the
-	// ids of the wrappers used (until they expire), under exMu;
-	// spentSweep is the size at which expired ones are swept.
-	stateKey   [32]byte
-	stateAEAD  cipher.AEAD
-	spent      map[[16]byte]int64
-	spentSweep int
+	// The 2026-07-28 era's state (modernpool.go).
+	modernEra
 	// sandbox is the children's sandbox as this system enforces it, for
 	// Snapshot; nil without one.
 	sandbox *stdio.SandboxReport
+}
+
+// withDefaults returns cfg with every zero value that has a default
+// filled in (a negative duration stays: it disables), or the error of a
+// setting that cannot work.
+func (cfg Config) withDefaults() (Config, error) {
+	if len(cfg.Command) == 0 {
+		return cfg, fmt.Errorf("bridge: no command")
+	}
+	cfg.MaxSessions = positiveOr(cfg.MaxSessions, DefaultMaxSessions)
+	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
+	cfg.UnreachableTimeout = cmp.Or(cfg.UnreachableTimeout, DefaultUnreachableTimeout)
+	cfg.RequestTimeout = cmp.Or(cfg.RequestTimeout, DefaultRequestTimeout)
+	cfg.InitTimeout = cmp.Or(cfg.InitTimeout, DefaultInitTimeout)
+	cfg.QueueLimit = positiveOr(cfg.QueueLimit, DefaultQueueLimit)
+	cfg.EventLogEvents = positiveOr(cfg.EventLogEvents, DefaultEventLogEvents)
+	cfg.EventLogBytes = positiveOr(cfg.EventLogBytes, DefaultEventLogBytes)
+	cfg.Prespawn = max(cfg.Prespawn, 0)
+	cfg.MaxChildren = positiveOr(cfg.MaxChildren, cfg.MaxSessions+cfg.Prespawn)
+	cfg.SpawnQueue = positiveOr(cfg.SpawnQueue, DefaultSpawnQueue)
+	cfg.InputTTL = positiveOr(cfg.InputTTL, DefaultInputTTL)
+	cfg.MaxParked = positiveOr(cfg.MaxParked, DefaultMaxParked)
+	cfg.Mode = cmp.Or(cfg.Mode, ModePerSession)
+	cfg.ChildProtocol = cmp.Or(cfg.ChildProtocol, ChildProtocolAuto)
+	cfg.ReplicaID = cmp.Or(cfg.ReplicaID, NewID()[:8])
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	switch cfg.Mode {
+	case ModePerSession, ModeShared, ModePerIdentity:
+	default:
+		return cfg, fmt.Errorf("bridge: mode %q: want %s, %s or %s", cfg.Mode, ModePerSession, ModeShared, ModePerIdentity)
+	}
+	switch cfg.ChildProtocol {
+	case ChildProtocolAuto, ChildProtocolLegacy, ChildProtocolModern:
+	default:
+		return cfg, fmt.Errorf("bridge: child protocol %q: want %s, %s or %s", cfg.ChildProtocol, ChildProtocolAuto, ChildProtocolLegacy, ChildProtocolModern)
+	}
+	return cfg, nil
+}
+
+// positiveOr is v, or def when v is not positive (zero and negative
+// values both mean "the default").
+func positiveOr[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // New returns a Bridge. Close it to stop every child.
@@ -267,106 +285,25 @@ func New(cfg Config) (*Bridge, error) { return newBridge(cfg, startProcess) }
 // newBridge is New with the way children start: child processes, or, in
 // the bridge's unit tests, in-memory ones.
 func newBridge(cfg Config, start startFunc) (*Bridge, error) {
-	if len(cfg.Command) == 0 {
-		return nil, fmt.Errorf("bridge: no command")
-	}
-	if cfg.MaxSessions <= 0 {
-		cfg.MaxSessions = DefaultMaxSessions
-	}
-	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.UnreachableTimeout == 0 {
-		cfg.UnreachableTimeout = DefaultUnreachableTimeout
-	}
-	if cfg.RequestTimeout == 0 {
-		cfg.RequestTimeout = DefaultRequestTimeout
-	}
-	if cfg.InitTimeout == 0 {
-		cfg.InitTimeout = DefaultInitTimeout
-	}
-	if cfg.QueueLimit <= 0 {
-		cfg.QueueLimit = DefaultQueueLimit
-	}
-	if cfg.EventLogEvents <= 0 {
-		cfg.EventLogEvents = DefaultEventLogEvents
-	}
-	if cfg.EventLogBytes <= 0 {
-		cfg.EventLogBytes = DefaultEventLogBytes
-	}
-	switch cfg.Mode {
-	case "":
-		cfg.Mode = ModePerSession
-	case ModePerSession, ModeShared, ModePerIdentity:
-	default:
-		return nil, fmt.Errorf("bridge: mode %q: want %s, %s or %s", cfg.Mode, ModePerSession, ModeShared, ModePerIdentity)
-	}
-	if cfg.Prespawn < 0 {
-		cfg.Prespawn = 0
-	}
-	if cfg.MaxChildren <= 0 {
-		cfg.MaxChildren = cfg.MaxSessions + cfg.Prespawn
-	}
-	if cfg.SpawnQueue <= 0 {
-		cfg.SpawnQueue = DefaultSpawnQueue
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	switch cfg.ChildProtocol {
-	case "":
-		cfg.ChildProtocol = ChildProtocolAuto
-	case ChildProtocolAuto, ChildProtocolLegacy, ChildProtocolModern:
-	default:
-		return nil, fmt.Errorf("bridge: child protocol %q: want %s, %s or %s", cfg.ChildProtocol, ChildProtocolAuto, ChildProtocolLegacy, ChildProtocolModern)
-	}
-	if cfg.InputTTL <= 0 {
-		cfg.InputTTL = DefaultInputTTL
-	}
-	if cfg.MaxParked <= 0 {
-		cfg.MaxParked = DefaultMaxParked
-	}
-	if cfg.ReplicaID == "" {
-		cfg.ReplicaID = NewID()[:8]
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	b := &Bridge{
-		cfg:        cfg,
-		start:      start,
-		log:        cfg.Logger,
-		sessions:   make(map[string]*Session),
-		identities: make(map[string]*upstream),
-		pools:      make(map[string]*modernPool),
-		listens:    make(map[*ModernCall]bool),
-		running:    make(map[*ModernCall]bool),
-		exchanges:  make(map[string]*exchange),
-		leasedBy:   make(map[string]int),
-		shutdown:   make(chan struct{}),
-	}
-	if _, err := rand.Read(b.stateKey[:]); err != nil {
-		return nil, fmt.Errorf("bridge: requestState key: %w", err)
-	}
-	aead, err := newStateAEAD(b.stateKey[:])
+	cfg, err := cfg.withDefaults()
 	if err != nil {
-		return nil, fmt.Errorf("bridge: requestState cipher: %w", err)
+		return nil, err
 	}
-	b.stateAEAD, b.spent, b.spentSweep = aead, map[[16]byte]int64{}, 1024
-	b.children.max = int64(cfg.MaxChildren)
+	b := &Bridge{cfg: cfg, start: start, log: cfg.Logger, shutdown: make(chan struct{})}
+	b.sessionSet.init(cfg)
+	if err := b.modernEra.init(); err != nil {
+		return nil, err
+	}
 	if cfg.Sandbox != nil {
 		// Planned once here; each child's start reuses the plan. An error
 		// (a right not enforced) is each start's to report.
 		b.sandbox, _ = cfg.Sandbox.Check(cfg.Command, cfg.Dir, cfg.Env)
 	}
-	b.spawnSem = make(chan struct{}, spawnConcurrency)
-	b.pool = make(chan *upstream, cfg.Prespawn)
-	b.poolKick = make(chan struct{}, 1)
 	if cfg.IdleTimeout > 0 || cfg.UnreachableTimeout > 0 {
 		b.spawn(b.janitor)
 	}
 	if cfg.Prespawn > 0 && cfg.Mode == ModePerSession {
-		b.poolKick <- struct{}{}
+		b.kickPool()
 		b.spawn(b.refill)
 	}
 	return b, nil
@@ -405,440 +342,6 @@ type InitRequest struct {
 	JSONOnly bool
 }
 
-// Initialize creates a session and its child, and sends the client's
-// initialize request to it. The returned Stream carries the
-// InitializeResult. ctx is the client's request: a wait for a process slot
-// or for a shared child's initialization ends when it does.
-func (b *Bridge) Initialize(ctx context.Context, req InitRequest) (*Session, *Stream, error) {
-	msg, owner, env, jsonOnly := req.Message, req.Owner, req.Env, req.JSONOnly
-	if msg.Kind != Request || msg.Method != MethodInitialize {
-		return nil, nil, invalid(CodeInvalidRequest, "Invalid Request: a session starts with an initialize request", msg.ID())
-	}
-	id := NewID()
-	b.mu.Lock()
-	switch {
-	case b.phaseNow() != phaseOpen:
-		b.mu.Unlock()
-		return nil, nil, ErrClosing
-	case len(b.sessions) >= b.cfg.MaxSessions:
-		b.mu.Unlock()
-		return nil, nil, ErrTooManySessions
-	}
-	s := newSession(b, id)
-	s.owner, s.ownerName = owner.Key, owner.Name
-	b.sessions[id] = s // reserve the slot while the child starts
-	b.mu.Unlock()
-	release := func() {
-		b.mu.Lock()
-		delete(b.sessions, id)
-		b.mu.Unlock()
-	}
-
-	if b.cfg.Mode != ModePerSession {
-		var u *upstream
-		var err *Error
-		if b.cfg.Mode == ModeShared {
-			u, err = b.sharedUpstream(ctx, owner.Key)
-		} else {
-			u, err = b.identityUpstream(ctx, owner, env)
-		}
-		if err != nil {
-			release()
-			return nil, nil, withID(err, msg.ID())
-		}
-		st, jerr := b.joinShared(ctx, s, u, msg, jsonOnly)
-		if jerr != nil {
-			release()
-			return nil, nil, jerr
-		}
-		b.stats.SessionsCreated.Add(1)
-		if !b.markReady(s) {
-			s.Close()
-			return nil, nil, ErrClosing
-		}
-		return s, st, nil
-	}
-	if err := b.starts.admit(b.cfg.Now()); err != nil {
-		release()
-		return nil, nil, withID(err, msg.ID())
-	}
-	if err := b.attachChild(ctx, s, env); err != nil {
-		release()
-		return nil, nil, withID(err, msg.ID())
-	}
-	b.stats.SessionsCreated.Add(1)
-	if !b.markReady(s) {
-		s.Close()
-		return nil, nil, ErrClosing
-	}
-	st, err := s.send([]Message{msg}, true, jsonOnly)
-	if err != nil {
-		s.Close()
-		return nil, nil, err
-	}
-	return s, st, nil
-}
-
-// attachChild gives s a child of its own: a waiting one from the pool if
-// there is one, else a new one, within MaxChildren and the spawn queue.
-func (b *Bridge) attachChild(ctx context.Context, s *Session, env []string) *Error {
-	for len(env) == 0 { // a waiting child has no owner's variables
-
-		var u *upstream
-		select {
-		case u = <-b.pool:
-			b.kickPool()
-		default:
-		}
-		if u == nil {
-			break
-		}
-		u.mu.Lock()
-		alive := u.child != nil && !u.stopping
-		if alive {
-			// Under u.mu: a child that dies from now on sees the session.
-			u.sessions[s] = true
-			s.up = u
-			u.logp.Store(s.log)
-			u.child.SetLogger(s.log)
-		}
-		u.mu.Unlock()
-		if alive {
-			s.log.Info("session took a waiting child", "child_pid", s.ChildPid())
-			return nil
-		}
-	}
-	u := newUpstream(b, false)
-	u.env = env
-	u.logp.Store(s.log)
-	if err := b.reserve(ctx, u, s.owner); err != nil {
-		return err
-	}
-	if b.spawnWaiting.Add(1) > int64(b.cfg.SpawnQueue) {
-		b.spawnWaiting.Add(-1)
-		u.giveSlot()
-		return &Error{Kind: KindUnavailable, Code: CodeInternalError, Message: "too many sessions waiting for an MCP server process to start; try again shortly"}
-	}
-	release, err := b.spawnTurn(ctx)
-	b.spawnWaiting.Add(-1)
-	if err != nil {
-		u.giveSlot()
-		return err
-	}
-	defer release()
-	s.up = u
-	u.sessions[s] = true
-	if err := u.start(s.log); err != nil {
-		return errCannotStart(err)
-	}
-	return nil
-}
-
-// reserve takes a slot of the process budget for u before its child
-// starts, making room for owner if none is free (withRoom).
-func (b *Bridge) reserve(ctx context.Context, u *upstream, owner string) *Error {
-	_, err := withRoom(ctx, b, owner, func() (struct{}, error) {
-		if !u.takeSlot() {
-			return struct{}{}, errNoSlot
-		}
-		return struct{}{}, nil
-	})
-	if err != nil {
-		return errCannotStart(err)
-	}
-	return nil
-}
-
-// spawnTurn waits for one of the spawnConcurrency turns to start a
-// process; release gives it back. The wait ends with ctx (the client
-// left) or the bridge's shutdown.
-func (b *Bridge) spawnTurn(ctx context.Context) (release func(), err *Error) {
-	select {
-	case b.spawnSem <- struct{}{}:
-		return func() { <-b.spawnSem }, nil
-	case <-ctx.Done():
-		return nil, errClientGone
-	case <-b.shutdown:
-		return nil, ErrClosing
-	}
-}
-
-func (b *Bridge) kickPool() {
-	select {
-	case b.poolKick <- struct{}{}:
-	default:
-	}
-}
-
-// joinShared puts s on the shared child, starting it on first use. The
-// first session's initialize goes to the child; later sessions are
-// answered from its InitializeResult, with their own protocol version
-// where the child's allows it, once it is known (waitInit).
-func (b *Bridge) joinShared(ctx context.Context, s *Session, u *upstream, msg Message, jsonOnly bool) (*Stream, error) {
-	s.up = u
-	u.mu.Lock()
-	if u.dead || u.stopping {
-		u.mu.Unlock()
-		return nil, &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the shared MCP server keeps crashing or is stopping; try again shortly", ID: msg.ID()}
-	}
-	if u.initParams == nil {
-		if u.child == nil {
-			u.mu.Unlock()
-			return nil, withID(errRestarting, msg.ID())
-		}
-		u.sessions[s] = true
-		u.initParams = bytes.Clone(msg.f.params.of(msg.Raw))
-		u.mu.Unlock()
-		st, err := s.send([]Message{msg}, true, jsonOnly)
-		if err != nil {
-			u.mu.Lock()
-			if u.initResult == nil {
-				u.initParams = nil // nothing was sent: the next session initializes
-			}
-			u.mu.Unlock()
-			s.end()
-		}
-		return st, err
-	}
-	u.sessions[s] = true
-	g := u.gate
-	u.mu.Unlock()
-	if err := b.waitInit(ctx, g, s.done); err != nil {
-		s.end()
-		return nil, withID(err, msg.ID())
-	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if s.closed {
-		return nil, withID(errSessionEnded, msg.ID())
-	}
-	s.version = sharedVersion(msg, u.initResult)
-	st := newStream(s, false, 1, jsonOnly)
-	st.init = true
-	s.posts[st] = true
-	s.answerLocked(&call{st: st}, cachedInitialize(msg.ID(), u.initResult, s.version))
-	s.log.Info("session initialized", "protocol_version", s.version, "shared", true)
-	return st, nil
-}
-
-// waitInit waits for the outcome of a shared child's initialization (g).
-// It ends, with an error, when initialization fails (the child refused,
-// died or timed out), the session ends (ended; nil for none), the client
-// leaves (ctx), the bridge shuts down, or InitTimeout runs out.
-func (b *Bridge) waitInit(ctx context.Context, g *initGate, ended <-chan struct{}) *Error {
-	// Decided already, as for every modern request after the first: no
-	// timer to make.
-	select {
-	case <-g.done:
-		return g.err
-	default:
-	}
-	var deadline <-chan time.Time
-	if d := b.cfg.InitTimeout; d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		deadline = t.C
-	}
-	select {
-	case <-g.done:
-		return g.err // written before done was closed
-	case <-ended:
-		return errSessionEnded
-	case <-ctx.Done():
-		return errClientGone
-	case <-b.shutdown:
-		return ErrClosing
-	case <-deadline:
-		return &Error{Kind: KindUnavailable, Code: CodeRequestTimeout,
-			Message: fmt.Sprintf("the MCP server did not initialize within %v (--init-timeout)", b.cfg.InitTimeout)}
-	}
-}
-
-// Errors of waits that end without an outcome.
-var (
-	errClientGone   = &Error{Kind: KindUnavailable, Code: CodeInternalError, Message: "the client went away before the MCP server was ready"}
-	errSessionEnded = &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the session ended before the MCP server initialized; try again shortly"}
-	errRestarting   = &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the MCP server is restarting; try again shortly"}
-)
-
-// sharedUpstream returns the shared child, starting it on first use
-// (making room for owner within the process budget).
-func (b *Bridge) sharedUpstream(ctx context.Context, owner string) (*upstream, *Error) {
-	u, err := withRoom(ctx, b, owner, func() (*upstream, error) {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if b.shared == nil {
-			u := newUpstream(b, true)
-			if err := u.start(b.log); err != nil {
-				return nil, err
-			}
-			b.shared = u
-		}
-		return b.shared, nil
-	})
-	if err != nil {
-		return nil, errCannotStart(err)
-	}
-	return u, nil
-}
-
-// identityUpstream returns owner's child, starting it (with env) when
-// the owner has none or its last one is stopping (making room within the
-// process budget).
-func (b *Bridge) identityUpstream(ctx context.Context, owner Owner, env []string) (*upstream, *Error) {
-	u, err := withRoom(ctx, b, owner.Key, func() (*upstream, error) {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if u := b.identities[owner.Key]; u != nil {
-			u.mu.Lock()
-			ok := !u.stopping && !u.dead
-			u.mu.Unlock()
-			if ok {
-				return u, nil
-			}
-		}
-		u := newUpstream(b, true)
-		u.identity, u.identityName, u.env, u.perIdentity = owner.Key, owner.Name, env, true
-		log := b.log.With("principal", owner.Name)
-		u.logp.Store(log)
-		if err := u.start(log); err != nil {
-			return nil, err
-		}
-		b.identities[owner.Key] = u
-		return u, nil
-	})
-	if err != nil {
-		return nil, errCannotStart(err)
-	}
-	return u, nil
-}
-
-// retire stops an owner's child once its last session has ended.
-func (b *Bridge) retire(u *upstream) {
-	b.mu.Lock()
-	if b.identities[u.identity] == u {
-		delete(b.identities, u.identity)
-	}
-	b.mu.Unlock()
-	u.logger().Info("the principal's last session ended; stopping its child")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*b.cfg.StopGrace+time.Second)
-	defer cancel()
-	u.stop(ctx)
-}
-
-// statelessParams initialize a shared child for stateless HTTP, where no
-// client initializes anything.
-const statelessParams = `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcp-bridge","version":"1"}}`
-
-// Stateless returns a session for one stateless HTTP request: it lives on
-// the shared child, initialized by the bridge itself, and is not
-// registered (it has no id a client could name). End it with Close when
-// the request is answered. For an initialize request it also returns the
-// answer, from the cached InitializeResult. ctx is the client's request:
-// the wait for the child's initialization ends when it does.
-func (b *Bridge) Stateless(ctx context.Context, msg *Message) (*Session, []byte, error) {
-	// The shared child is everyone's: started for no principal in
-	// particular.
-	u, err := b.sharedUpstream(ctx, "")
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := b.initShared(ctx, u, statelessParams); err != nil {
-		return nil, nil, err
-	}
-	s := newSession(b, NewID())
-	s.up = u
-	s.stateless = true
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	var answer []byte
-	if msg != nil && msg.Method == MethodInitialize {
-		s.version = sharedVersion(*msg, u.initResult)
-		answer = cachedInitialize(msg.ID(), u.initResult, s.version)
-	} else {
-		var r struct {
-			ProtocolVersion string `json:"protocolVersion"`
-		}
-		_ = json.Unmarshal(u.initResult, &r)
-		s.version = r.ProtocolVersion
-	}
-	u.sessions[s] = true
-	return s, answer, nil
-}
-
-// sharedVersion: the version the client asked for when the shared child
-// speaks it or a later one and the bridge knows it, else the child's.
-func sharedVersion(msg Message, result []byte) string {
-	var req, res struct {
-		ProtocolVersion string `json:"protocolVersion"`
-	}
-	_ = json.Unmarshal(msg.f.params.of(msg.Raw), &req)
-	_ = json.Unmarshal(result, &res)
-	if KnownVersion(req.ProtocolVersion) && VersionAtLeast(res.ProtocolVersion, req.ProtocolVersion) {
-		return req.ProtocolVersion
-	}
-	return res.ProtocolVersion
-}
-
-// cachedInitialize is the InitializeResult response for id, with version.
-func cachedInitialize(id, result []byte, version string) []byte {
-	var r map[string]json.RawMessage
-	if err := json.Unmarshal(result, &r); err != nil {
-		r = map[string]json.RawMessage{}
-	}
-	r["protocolVersion"], _ = json.Marshal(version)
-	b, _ := json.Marshal(struct {
-		JSONRPC string                     `json:"jsonrpc"`
-		ID      json.RawMessage            `json:"id"`
-		Result  map[string]json.RawMessage `json:"result"`
-	}{"2.0", id, r})
-	return b
-}
-
-// Session returns the live session with that id if it belongs to owner,
-// else ErrSessionNotFound: another principal's session answers exactly
-// like one that never existed, so a stolen id is useless with another
-// token and the answer does not even confirm it is live (MCP security
-// best practices: bind sessions to the user, "<user_id>:<session_id>").
-func (b *Bridge) Session(id, owner string) (*Session, error) {
-	b.mu.Lock()
-	s, ok := b.sessions[id]
-	ok = ok && s.ready
-	b.mu.Unlock()
-	if !ok || s.owner != owner || s.isClosed() {
-		return nil, ErrSessionNotFound
-	}
-	return s, nil
-}
-
-// multiplexedLocked lists the children that sessions share: the shared
-// one and the owners' ones. Called with b.mu held.
-func (b *Bridge) multiplexedLocked() []*upstream {
-	ups := make([]*upstream, 0, len(b.identities)+1)
-	if b.shared != nil {
-		ups = append(ups, b.shared)
-	}
-	for _, u := range b.identities {
-		ups = append(ups, u)
-	}
-	return ups
-}
-
-// Len is the number of live sessions.
-func (b *Bridge) Len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.sessions)
-}
-
-func (b *Bridge) remove(s *Session) {
-	b.mu.Lock()
-	if b.sessions[s.id] == s {
-		delete(b.sessions, s.id)
-	}
-	b.mu.Unlock()
-}
-
 // NewID returns 128 random bits, base64url: visible ASCII only, as MCP
 // requires of Mcp-Session-Id, safe in a query string (the legacy
 // transport's session ids), and unguessable. crypto/rand.Read does not
@@ -875,49 +378,6 @@ func (c *Config) maxLine() int {
 		return c.MaxLineBytes
 	}
 	return stdio.DefaultMaxLineBytes
-}
-
-// WaitingChildren is the number of started children waiting in the pool.
-func (b *Bridge) WaitingChildren() int { return len(b.pool) }
-
-// Children is the number of child processes alive or starting: the slots
-// of the process budget (MaxChildren) taken.
-func (b *Bridge) Children() int { return int(b.children.n.Load()) }
-
-// markReady publishes that s has its child (s.up), for Snapshot.
-// It reports false when the bridge began draining or closing meanwhile
-// (Close may not have seen the session): the caller must then end it
-// itself.
-func (b *Bridge) markReady(s *Session) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s.ready = true
-	return b.phaseNow() == phaseOpen
-}
-
-// reclaimPools stops the children of modern pools that no call used for
-// IdleTimeout: warm leases, and a base child of the pool's own.
-func (b *Bridge) reclaimPools(now time.Time) {
-	b.mu.Lock()
-	var stop []*upstream
-	var left []*modernPool
-	for _, p := range b.pools {
-		stop = append(stop, p.reclaim(now, b.cfg.IdleTimeout)...)
-		left = append(left, p)
-	}
-	b.mu.Unlock()
-	for _, p := range left {
-		p.mu.Lock()
-		empty := p.emptyLocked()
-		p.mu.Unlock()
-		if empty {
-			b.forgetPool(p)
-		}
-	}
-	for _, u := range stop {
-		u.logger().Info("modern pool idle; stopping its child", "idle_timeout", b.cfg.IdleTimeout)
-		b.track(func() { u.stop(context.Background()) })
-	}
 }
 
 // track runs f on a goroutine of the bridge's (spawn); once the bridge is

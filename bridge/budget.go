@@ -114,39 +114,3 @@ func (b *Bridge) makeRoom(ctx context.Context, owner string) bool {
 		return false
 	}
 }
-
-// preemptParked ends the call parked longest of the principal that holds
-// the most leased children, running or parked, if that is at least two
-// more than owner holds (so taking one never leaves it with fewer than
-// owner will have), and returns the call's lease, which is being stopped;
-// nil if no principal holds that many. The call ends as an expired one
-// does: its child's questions declined, its request cancelled; its
-// client's retry finds nothing and is told to send the request again.
-func (b *Bridge) preemptParked(owner string) *upstream {
-	b.exMu.Lock()
-	var handle string
-	var pick *exchange
-	most := 0
-	for h, ex := range b.exchanges {
-		n := b.leasedBy[ex.owner]
-		if ex.call.lease == nil || n < b.leasedBy[owner]+2 {
-			continue
-		}
-		if pick == nil || n > most || (n == most && ex.expires.Before(pick.expires)) {
-			handle, pick, most = h, ex, n
-		}
-	}
-	if pick == nil {
-		b.exMu.Unlock()
-		return nil
-	}
-	delete(b.exchanges, handle)
-	pick.timer.Stop()
-	b.exMu.Unlock()
-	b.log.Info("a call waiting for its client's input was ended to give its process to another principal's (--max-children)",
-		"method", pick.method, "principal", pick.call.owner.Name, "its_leased_children", most)
-	lease := pick.call.lease
-	pick.call.abandon(pick.round, "its process was given to another principal's call (--max-children); send the request again")
-	b.stats.InputPreempted.Add(1)
-	return lease
-}

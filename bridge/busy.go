@@ -20,37 +20,16 @@ type Busy struct {
 func (b *Bridge) Busy() Busy {
 	busy := Busy{Methods: map[string]int{}}
 	b.mu.Lock()
-	sessions := make([]*Session, 0, len(b.sessions))
-	for _, s := range b.sessions {
-		if s.ready {
-			sessions = append(sessions, s)
-		}
-	}
-	calls := make([]*ModernCall, 0, len(b.running))
-	for mc := range b.running {
-		calls = append(calls, mc)
-	}
+	sessions := b.readyLocked()
 	b.mu.Unlock()
 	for _, s := range sessions {
-		u := s.up
-		u.mu.Lock()
-		n := 0
-		for _, cid := range s.byClient {
-			if c := u.calls[cid]; c != nil {
-				busy.Methods[c.method]++
-				n++
-			}
-		}
-		u.mu.Unlock()
+		n := s.busy(busy.Methods)
 		busy.Requests += n
 		if n > 0 {
 			busy.Sessions++
 		}
 	}
-	for _, mc := range calls {
-		busy.Methods[mc.method]++
-		busy.Requests++
-	}
+	busy.Requests += b.modernBusy(busy.Methods)
 	return busy
 }
 

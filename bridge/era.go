@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"strings"
@@ -45,15 +44,6 @@ const (
 	CodeUnsupportedVersion = -32022
 )
 
-// metaKeyBytes are the reserved keys as bytes, made once: a conversion
-// of a key longer than 32 bytes would allocate on every message.
-var metaKeyBytes = map[string][]byte{
-	metaProtocolVersion: []byte(metaProtocolVersion),
-	metaClientCaps:      []byte(metaClientCaps),
-	metaClientInfo:      []byte(metaClientInfo),
-	metaLogLevel:        []byte(metaLogLevel),
-}
-
 // IsModern reports whether a message belongs to the modern era: its
 // params._meta carries a protocol version, or the MCP-Protocol-Version
 // header (versionHeader) names 2026-07-28 or a later date. Everything else
@@ -68,24 +58,6 @@ func IsModern(m *Message, versionHeader string) bool {
 // CodeUnsupportedVersion rather than the 2025 era's answer.
 func modernHeader(v string) bool {
 	return len(v) == len(ModernVersion) && v[4] == '-' && v[7] == '-' && v >= ModernVersion
-}
-
-// metaMember is the raw value of key in the message's params._meta, nil
-// when there is none.
-func (m *Message) metaMember(key string) []byte {
-	p := m.f.params.of(m.Raw)
-	kb := metaKeyBytes[key]
-	if kb == nil {
-		kb = []byte(key)
-	}
-	if p == nil || p[0] != '{' || !bytes.Contains(p, kb) {
-		return nil
-	}
-	meta := member(p, "_meta").of(p)
-	if meta == nil || meta[0] != '{' {
-		return nil
-	}
-	return member(meta, key).of(meta)
 }
 
 // ModernHeaders are the HTTP headers of a modern POST that the bridge
@@ -199,28 +171,40 @@ func nameParam(method string) string {
 // mirrors).
 func CheckModern(m *Message, h ModernHeaders) (Envelope, error) {
 	id := m.ID()
-	var env Envelope
 	if m.Kind == Response {
-		return env, invalid(CodeInvalidRequest, "Invalid Request: a 2026-07-28 client sends no responses", id)
+		return Envelope{}, invalid(CodeInvalidRequest, "Invalid Request: a 2026-07-28 client sends no responses", id)
 	}
 	if h.Repeated != "" {
-		return env, headerMismatch("the "+h.Repeated+" header is sent more than once; send it once", id)
+		return Envelope{}, headerMismatch("the "+h.Repeated+" header is sent more than once; send it once", id)
 	}
+	if m.Method == MethodInitialize && m.metaMember(metaProtocolVersion) == nil {
+		return Envelope{}, headerMismatch("MCP-Protocol-Version names "+quoteVersion(h.Version)+", which has no initialize; a 2025 client sends its own version in the header", id)
+	}
+	env, err := envelopeOf(m)
+	if err != nil {
+		return env, err
+	}
+	return env, checkHeaders(m, h, env)
+}
+
+// envelopeOf reads and checks what a modern request says of itself in
+// params._meta: its version and capabilities (required), its client and
+// log level.
+func envelopeOf(m *Message) (Envelope, error) {
+	id := m.ID()
+	var env Envelope
 	claim := m.metaMember(metaProtocolVersion)
-	if m.Method == MethodInitialize && claim == nil {
-		return env, headerMismatch("MCP-Protocol-Version names "+quoteVersion(h.Version)+", which has no initialize; a 2025 client sends its own version in the header", id)
-	}
-	if claim == nil {
+	switch {
+	case claim == nil:
 		return env, missingMeta(metaProtocolVersion, id)
-	}
-	if unquote(claim, &env.Version) != nil || claim[0] != '"' || env.Version == "" {
+	case unquote(claim, &env.Version) != nil || claim[0] != '"' || env.Version == "":
 		return env, badMeta(metaProtocolVersion, "a non-empty string", id)
 	}
 	caps := m.metaMember(metaClientCaps)
-	if caps == nil {
+	switch {
+	case caps == nil:
 		return env, missingMeta(metaClientCaps, id)
-	}
-	if caps[0] != '{' || json.Unmarshal(caps, &env.caps) != nil {
+	case caps[0] != '{' || json.Unmarshal(caps, &env.caps) != nil:
 		return env, badMeta(metaClientCaps, "a ClientCapabilities object", id)
 	}
 	env.Capabilities = caps
@@ -235,32 +219,38 @@ func CheckModern(m *Message, h ModernHeaders) (Envelope, error) {
 			return env, badMeta(metaLogLevel, "one of "+strings.Join(logLevels, ", "), id)
 		}
 	}
-	if h.HasVersion && h.Version != env.Version {
-		return env, headerMismatch("MCP-Protocol-Version "+quoteVersion(h.Version)+" differs from _meta "+metaProtocolVersion+" "+quoteVersion(env.Version), id)
-	}
-	if h.HasMethod && h.Method != m.Method {
-		return env, headerMismatch("Mcp-Method "+quoteVersion(h.Method)+" differs from the body's method "+quoteVersion(m.Method), id)
-	}
-	if !servedModern(env.Version) {
-		return env, &Error{Kind: KindInvalid, Code: CodeUnsupportedVersion, ID: id,
+	return env, nil
+}
+
+// checkHeaders checks a modern request's headers against its body and
+// envelope, in the spec's order: the headers that differ from the body,
+// a version not served, the headers that are missing or differ
+// (Mcp-Name), and last a method 2026-07-28 does not have.
+func checkHeaders(m *Message, h ModernHeaders, env Envelope) error {
+	id := m.ID()
+	switch {
+	case h.HasVersion && h.Version != env.Version:
+		return headerMismatch("MCP-Protocol-Version "+quoteVersion(h.Version)+" differs from _meta "+metaProtocolVersion+" "+quoteVersion(env.Version), id)
+	case h.HasMethod && h.Method != m.Method:
+		return headerMismatch("Mcp-Method "+quoteVersion(h.Method)+" differs from the body's method "+quoteVersion(m.Method), id)
+	case !servedModern(env.Version):
+		return &Error{Kind: KindInvalid, Code: CodeUnsupportedVersion, ID: id,
 			Message: "Unsupported protocol version " + quoteVersion(env.Version) + " (supported: " + strings.Join(ModernVersions, ", ") + ")",
 			Data:    map[string]any{"supported": ModernVersions, "requested": env.Version}}
-	}
-	if !h.HasVersion {
-		return env, headerMismatch("the MCP-Protocol-Version header is required", id)
-	}
-	if !h.HasMethod {
-		return env, headerMismatch("the Mcp-Method header is required", id)
+	case !h.HasVersion:
+		return headerMismatch("the MCP-Protocol-Version header is required", id)
+	case !h.HasMethod:
+		return headerMismatch("the Mcp-Method header is required", id)
 	}
 	if key := nameParam(m.Method); key != "" {
 		if err := checkName(m, h, key); err != nil {
-			return env, err
+			return err
 		}
 	}
 	if _, ok := modernMethods[m.Method]; !ok {
-		return env, methodNotFound(m.Method, id)
+		return methodNotFound(m.Method, id)
 	}
-	return env, nil
+	return nil
 }
 
 // checkName checks Mcp-Name against the params member it mirrors.

@@ -18,9 +18,9 @@ const (
 // (shared, or a spare) is stopped only when the bridge shuts down. Called
 // with u.mu held.
 func (u *upstream) exitCounterLocked() *atomic.Int64 {
-	if !u.shared {
-		for s := range u.sessions {
-			switch s.endReason {
+	if !u.role.multiplexed() {
+		for p := range u.parties {
+			switch p.party().endReason {
 			case reasonDeleted:
 				return &u.b.stats.ChildrenDeleted
 			case reasonExpired, reasonUnreachable:

@@ -1,6 +1,9 @@
 package bridge
 
-import "strconv"
+import (
+	"bytes"
+	"strconv"
+)
 
 // A Reply is what an observer on the far side of a transport (httpapi's
 // metrics and audit log) reads of a response the bridge writes to a
@@ -28,4 +31,45 @@ func ReplyOf(msg []byte) (r Reply, ok bool) {
 		}
 	}
 	return r, true
+}
+
+// FilterTools returns msg, a tools/list response, without the tools of
+// its result that keep refuses (by name), every other byte as it was; a
+// tool that is no object with a string name is left out too. A response
+// whose result has a "tools" array is a tools/list result: no other MCP
+// result has one at the top. Any other message, or one that keeps every
+// tool, is returned as it is. It reads the message without decoding it:
+// the tools' names only.
+func FilterTools(msg []byte, keep func(name string) bool) []byte {
+	if !bytes.Contains(msg, []byte(`"tools"`)) {
+		return msg
+	}
+	f, err := scanFields(msg)
+	res := f.result.of(msg)
+	if err != nil || f.method.ok() || res == nil || res[0] != '{' {
+		return msg
+	}
+	ts := member(res, "tools")
+	tools := ts.of(res)
+	if tools == nil || tools[0] != '[' {
+		return msg
+	}
+	kept := []byte{'['}
+	dropped := false
+	_ = eachElement(tools, func(tool []byte) error {
+		var name string
+		if tool[0] != '{' || unquote(member(tool, "name").of(tool), &name) != nil || !keep(name) {
+			dropped = true
+			return nil
+		}
+		if len(kept) > 1 {
+			kept = append(kept, ',')
+		}
+		kept = append(kept, tool...)
+		return nil
+	})
+	if !dropped {
+		return msg
+	}
+	return splice(msg, f.result, splice(res, ts, append(kept, ']')))
 }

@@ -52,6 +52,27 @@ func scanFields(msg []byte) (fields, error) {
 
 var noFields = fields{absent, absent, absent, absent, absent, absent}
 
+// moved is f once the bytes at s (a member's value, or bytes within one)
+// are replaced by n bytes: what comes after s moves, what holds s grows
+// or shrinks, what comes before stays.
+func (f fields) moved(s span, n int) fields {
+	d := n - (s.end - s.start)
+	mv := func(x span) span {
+		switch {
+		case x.start < 0:
+			return x
+		case x == s:
+			return span{s.start, s.start + n}
+		case x.start >= s.end:
+			return span{x.start + d, x.end + d}
+		case x.start <= s.start && x.end >= s.end:
+			return span{x.start, x.end + d}
+		}
+		return x
+	}
+	return fields{mv(f.jsonrpc), mv(f.id), mv(f.method), mv(f.params), mv(f.result), mv(f.error)}
+}
+
 // set records the member key, if it is one of the fields.
 func (f *fields) set(key []byte, v span) {
 	switch string(key) { // no allocation: Go compiles this to a compare
@@ -176,6 +197,20 @@ func splice(b []byte, s span, repl []byte) []byte {
 	return append(out, b[s.end:]...)
 }
 
+// splice2 returns b with the bytes of both a and c, which do not overlap,
+// replaced by repl, in a new slice.
+func splice2(b []byte, a, c span, repl []byte) []byte {
+	if c.start < a.start {
+		a, c = c, a
+	}
+	out := make([]byte, 0, len(b)-(a.end-a.start)-(c.end-c.start)+2*len(repl))
+	out = append(out, b[:a.start]...)
+	out = append(out, repl...)
+	out = append(out, b[a.end:c.start]...)
+	out = append(out, repl...)
+	return append(out, b[c.end:]...)
+}
+
 // replace returns b with the bytes of s replaced by repl. If the caller
 // owns b (it may change it, and nobody else reads it) and its capacity
 // allows, that happens in place: only the bytes after s move, and a
@@ -197,27 +232,42 @@ func replace(b []byte, s span, repl []byte, owned bool) []byte {
 // either before a big result (Go, Python) or after it (the TypeScript SDK
 // writes {"result":…,"jsonrpc":"2.0","id":7}).
 func idFromOversize(head, tail []byte) []byte {
-	// In the head, members before the first big one are complete.
-	if i := skipSpace(head, 0); i < len(head) && head[i] == '{' {
-		for i = skipSpace(head, i+1); i < len(head) && head[i] == '"'; {
-			ke := skipString(head, i)
-			key := head[i+1 : max(i+1, ke-1)]
-			vs := skipSpace(head, skipSpace(head, ke)+1)
-			ve := skipValue(head, vs)
-			if ve >= len(head) {
-				break // the value runs past what was kept
-			}
-			if string(key) == "id" && json.Valid(head[vs:ve]) {
-				return head[vs:ve]
-			}
-			i = skipSpace(head, ve)
-			if i >= len(head) || head[i] != ',' {
-				break
-			}
-			i = skipSpace(head, i+1)
-		}
+	if id := idInHead(head); id != nil {
+		return id
 	}
-	// In the tail, look for a last member `"id":<scalar>}`.
+	return idInTail(tail)
+}
+
+// idInHead finds the id among the members of the head of a message that
+// are complete: those before the first big one.
+func idInHead(head []byte) []byte {
+	i := skipSpace(head, 0)
+	if i >= len(head) || head[i] != '{' {
+		return nil
+	}
+	for i = skipSpace(head, i+1); i < len(head) && head[i] == '"'; {
+		ke := skipString(head, i)
+		key := head[i+1 : max(i+1, ke-1)]
+		vs := skipSpace(head, skipSpace(head, ke)+1)
+		ve := skipValue(head, vs)
+		if ve >= len(head) {
+			return nil // the value runs past what was kept
+		}
+		if string(key) == "id" && json.Valid(head[vs:ve]) {
+			return head[vs:ve]
+		}
+		i = skipSpace(head, ve)
+		if i >= len(head) || head[i] != ',' {
+			return nil
+		}
+		i = skipSpace(head, i+1)
+	}
+	return nil
+}
+
+// idInTail finds the id as the last member of the tail of a message:
+// `"id":<scalar>}`.
+func idInTail(tail []byte) []byte {
 	t := bytes.TrimRight(tail, " \t\r\n")
 	if len(t) == 0 || t[len(t)-1] != '}' {
 		return nil
@@ -232,7 +282,7 @@ func idFromOversize(head, tail []byte) []byte {
 		return nil
 	}
 	v = bytes.TrimSpace(v[1:])
-	if json.Valid(v) && (v[0] == '"' || v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) {
+	if json.Valid(v) && validID(v) {
 		return v
 	}
 	return nil

@@ -199,11 +199,11 @@ const smallObject = 16
 // checkKeys checks the keys of the object obj (valid JSON): no two fold
 // onto each other and, if read is not nil, none folds onto a key the
 // bridge reads there without being it, or is one of them written with
-// escapes. fn, if not nil, gets every member. Values are not looked into.
-func checkKeys(obj []byte, read *keySet, at place, fn func(key []byte, v span)) error {
+// escapes. fn, if not nil, gets every member, with the index in read's
+// list of the key the member is (-1: none). Values are not looked into.
+func checkKeys(obj []byte, read *keySet, at place, fn func(key []byte, i int, v span)) error {
 	var small [smallObject]keyRef
-	keys := small[:0]
-	var seen map[string]struct{} // folded keys, for objects over smallObject
+	l := keyLedger{keys: small[:0]}
 	var problem error
 	err := eachMemberRef(obj, func(k keyRef, v span) {
 		if problem != nil {
@@ -213,39 +213,14 @@ func checkKeys(obj []byte, read *keySet, at place, fn func(key []byte, v span)) 
 			problem = keyError(at.String() + " has a key that is not valid UTF-8")
 			return
 		}
+		i := -1
 		if read != nil {
-			if p := read.check(k); p != nil {
-				problem = p
+			if i, problem = read.check(k); problem != nil {
 				return
 			}
 		}
-		switch {
-		case seen != nil:
-			f := string(appendFolded(nil, k.key))
-			if _, dup := seen[f]; dup {
-				problem = collision(at, k.key, nil)
-				return
-			}
-			seen[f] = struct{}{}
-		default:
-			for _, o := range keys {
-				if foldEqual(o.key, k.key) {
-					problem = collision(at, o.key, k.key)
-					return
-				}
-			}
-			if len(keys) < smallObject {
-				keys = append(keys, k)
-				break
-			}
-			seen = make(map[string]struct{}, 2*smallObject)
-			for _, o := range keys {
-				seen[string(appendFolded(nil, o.key))] = struct{}{}
-			}
-			seen[string(appendFolded(nil, k.key))] = struct{}{}
-		}
-		if fn != nil {
-			fn(k.key, v)
+		if l, problem = l.add(k, at); problem == nil && fn != nil {
+			fn(k.key, i, v)
 		}
 	})
 	if problem != nil {
@@ -254,23 +229,83 @@ func checkKeys(obj []byte, read *keySet, at place, fn func(key []byte, v span)) 
 	return err
 }
 
+// keyLedger is the keys of one object so far, to find two that fold onto
+// each other: compared pair by pair while they are few (no allocation),
+// folded into a map beyond smallObject.
+type keyLedger struct {
+	keys []keyRef
+	seen map[string]struct{}
+}
+
+// add records k, or refuses it if it folds onto a key recorded before. It
+// returns the ledger with k in it (a value: a ledger of a few keys stays
+// on the stack).
+func (l keyLedger) add(k keyRef, at place) (keyLedger, error) {
+	var err error
+	switch {
+	case l.seen != nil:
+		err = addFolded(l.seen, k, at)
+	case len(l.keys) < smallObject:
+		if err = pairwise(l.keys, k, at); err == nil {
+			l.keys = append(l.keys, k)
+		}
+	default:
+		if err = pairwise(l.keys, k, at); err == nil {
+			l.seen = folded(l.keys, k)
+		}
+	}
+	return l, err
+}
+
+// addFolded adds k, folded, to the keys of an object folded so far, or
+// refuses it if it is one of them.
+func addFolded(seen map[string]struct{}, k keyRef, at place) error {
+	f := string(appendFolded(nil, k.key))
+	if _, dup := seen[f]; dup {
+		return collision(at, k.key, nil)
+	}
+	seen[f] = struct{}{}
+	return nil
+}
+
+// pairwise refuses k if it folds onto one of keys.
+func pairwise(keys []keyRef, k keyRef, at place) error {
+	for _, o := range keys {
+		if foldEqual(o.key, k.key) {
+			return collision(at, o.key, k.key)
+		}
+	}
+	return nil
+}
+
+// folded is keys and k, folded, in a set: an object's keys once they are
+// too many to compare pair by pair.
+func folded(keys []keyRef, k keyRef) map[string]struct{} {
+	seen := make(map[string]struct{}, 2*smallObject)
+	for _, o := range keys {
+		seen[string(appendFolded(nil, o.key))] = struct{}{}
+	}
+	seen[string(appendFolded(nil, k.key))] = struct{}{}
+	return seen
+}
+
 // check refuses k if it folds onto one of the set's keys without being it
-// exactly, as written.
-func (s *keySet) check(k keyRef) error {
-	for _, r := range s.keys {
+// exactly, as written; it returns the index of the key k is (-1: none).
+func (s *keySet) check(k keyRef) (int, error) {
+	for i, r := range s.keys {
 		if len(k.key) == len(r) && string(k.key) == r {
 			if k.escaped && s.plain {
-				return keyError(s.where + ": the key " + strconv.Quote(r) + " is written with escapes; write it plainly, so that what the bridge reads is what the server reads")
+				return -1, keyError(s.where + ": the key " + strconv.Quote(r) + " is written with escapes; write it plainly, so that what the bridge reads is what the server reads")
 			}
-			return nil
+			return i, nil
 		}
 	}
 	for _, r := range s.keys {
 		if foldEqual(k.key, []byte(r)) {
-			return keyError(s.where + ": the key " + strconv.Quote(string(k.key)) + " is not " + strconv.Quote(r) + ", but a JSON decoder that ignores case reads it as " + strconv.Quote(r) + "; spell it exactly")
+			return -1, keyError(s.where + ": the key " + strconv.Quote(string(k.key)) + " is not " + strconv.Quote(r) + ", but a JSON decoder that ignores case reads it as " + strconv.Quote(r) + "; spell it exactly")
 		}
 	}
-	return nil
+	return -1, nil
 }
 
 // collision is the refusal of an object with keys a and b that fold onto
@@ -298,76 +333,77 @@ func checkDeep(v []byte, at place) error {
 	// keys holds the keys of the open objects, innermost last; each open
 	// object's start in it is on the stack, with its map once it has
 	// more than smallObject keys.
-	type open struct {
-		start   int
-		object  bool
-		wantKey bool
-		seen    map[string]struct{}
-	}
-	var stackBuf [16]open
+	var stackBuf [16]openValue
 	var keysBuf [2 * smallObject]keyRef
 	stack, keys := stackBuf[:0], keysBuf[:0]
 	for i := 0; i < len(v); {
 		switch c := v[i]; c {
 		case '{', '[':
-			stack = append(stack, open{start: len(keys), object: c == '{', wantKey: c == '{'})
-			i++
+			stack = append(stack, openValue{start: len(keys), object: c == '{', wantKey: c == '{'})
 		case '}', ']':
 			if n := len(stack); n > 0 {
 				keys = keys[:stack[n-1].start]
 				stack = stack[:n-1]
 			}
-			i++
 		case ',':
 			if n := len(stack); n > 0 && stack[n-1].object {
 				stack[n-1].wantKey = true
 			}
-			i++
 		case '"':
 			end := skipString(v, i)
 			if n := len(stack); n > 0 && stack[n-1].wantKey {
-				top := &stack[n-1]
-				top.wantKey = false
-				k := keyRef{key: v[i+1 : end-1]}
-				if bytes.IndexByte(k.key, '\\') >= 0 {
-					var s string
-					if err := json.Unmarshal(v[i:end], &s); err != nil {
-						return keyError(at.String() + " has a key that is not a JSON string")
-					}
-					k = keyRef{key: []byte(s), escaped: true}
-				}
-				if !utf8.Valid(k.key) {
-					return keyError(at.String() + " has a key that is not valid UTF-8")
-				}
-				if top.seen != nil {
-					f := string(appendFolded(nil, k.key))
-					if _, dup := top.seen[f]; dup {
-						return collision(at, k.key, nil)
-					}
-					top.seen[f] = struct{}{}
-				} else {
-					for _, o := range keys[top.start:] {
-						if foldEqual(o.key, k.key) {
-							return collision(at, o.key, k.key)
-						}
-					}
-					if len(keys)-top.start == smallObject {
-						top.seen = make(map[string]struct{}, 2*smallObject)
-						for _, o := range keys[top.start:] {
-							top.seen[string(appendFolded(nil, o.key))] = struct{}{}
-						}
-						top.seen[string(appendFolded(nil, k.key))] = struct{}{}
-					} else {
-						keys = append(keys, k)
-					}
+				var err error
+				if keys, err = stack[n-1].add(v[i:end], keys, at); err != nil {
+					return err
 				}
 			}
 			i = end
-		default:
-			i++
+			continue
 		}
+		i++
 	}
 	return nil
+}
+
+// openValue is an object or an array checkDeep is in.
+type openValue struct {
+	start   int // where its keys begin in the walk's keys
+	object  bool
+	wantKey bool
+	seen    map[string]struct{} // its keys, folded, once it has more than smallObject
+}
+
+// add records the object's key quoted (as written: a JSON string) in
+// keys, where its keys are keys[o.start:], and refuses it if it folds
+// onto one of them.
+func (o *openValue) add(quoted []byte, keys []keyRef, at place) ([]keyRef, error) {
+	o.wantKey = false
+	k := keyRef{key: quoted[1 : len(quoted)-1]}
+	if bytes.IndexByte(k.key, '\\') >= 0 {
+		var s string
+		if err := json.Unmarshal(quoted, &s); err != nil {
+			return keys, keyError(at.String() + " has a key that is not a JSON string")
+		}
+		k = keyRef{key: []byte(s), escaped: true}
+	}
+	if !utf8.Valid(k.key) {
+		return keys, keyError(at.String() + " has a key that is not valid UTF-8")
+	}
+	own := keys[o.start:]
+	switch {
+	case o.seen != nil:
+		return keys, addFolded(o.seen, k, at)
+	case len(own) < smallObject:
+		if err := pairwise(own, k, at); err != nil {
+			return keys, err
+		}
+		return append(keys, k), nil
+	}
+	if err := pairwise(own, k, at); err != nil {
+		return keys, err
+	}
+	o.seen = folded(own, k)
+	return keys, nil
 }
 
 // hasObject reports whether the array or object v is one or holds one: a

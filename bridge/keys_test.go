@@ -300,7 +300,7 @@ func TestReadKeysListed(t *testing.T) {
 			}
 			var key ast.Expr
 			switch {
-			case (name == "Param" || name == "metaMember") && len(call.Args) == 1:
+			case (name == "Param" || name == "metaMember" || name == "paramAt" || name == "metaAt") && len(call.Args) == 1:
 				key = call.Args[0]
 			default:
 				return true
@@ -397,7 +397,7 @@ func FuzzParseBody(f *testing.F) {
 					t.Fatalf("%s: the bridge read params.%s %q, encoding/json %q", m.Raw, key, read, got)
 				}
 			}
-			if tok := progressToken(m.Raw, m.f.params); !bytes.Equal(tok, p.Meta.ProgressToken) {
+			if tok := m.progressToken(); !bytes.Equal(tok, p.Meta.ProgressToken) {
 				t.Fatalf("%s: the bridge read progressToken %s, encoding/json %s", m.Raw, tok, p.Meta.ProgressToken)
 			}
 		}
@@ -422,5 +422,16 @@ func TestDigestArgs(t *testing.T) {
 		if got := digestArgs([]byte(tt.a)) == digestArgs([]byte(tt.b)); got != tt.same {
 			t.Errorf("digestArgs(%s) == digestArgs(%s): %v, want %v", tt.a, tt.b, got, tt.same)
 		}
+	}
+}
+
+// TestReadSpansFit: every key the bridge reads has a place in a
+// Message's readSpans, where the key check's walk records it.
+func TestReadSpansFit(t *testing.T) {
+	if n := len(paramsKeys.keys); n > maxParamKeys {
+		t.Errorf("paramsKeys lists %d keys, a Message records %d (maxParamKeys)", n, maxParamKeys)
+	}
+	if n := len(metaKeys.keys); n > maxMetaKeys {
+		t.Errorf("metaKeys lists %d keys, a Message records %d (maxMetaKeys)", n, maxMetaKeys)
 	}
 }

@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 )
@@ -65,25 +64,16 @@ func (b *Bridge) Drain() {
 	}
 	b.stateMu.Unlock()
 	b.mu.Lock()
-	var gets []*Stream
-	for _, s := range b.sessions {
-		if !s.ready {
-			continue
-		}
-		s.up.mu.Lock()
-		if s.get != nil {
-			gets = append(gets, s.get)
-		}
-		s.up.mu.Unlock()
-	}
-	for mc := range b.listens {
-		gets = append(gets, mc.st)
-	}
+	sessions := b.readyLocked()
+	listens := b.listenBoxesLocked()
 	b.mu.Unlock()
-	for _, st := range gets {
-		// A listen's stream ends gracefully: its client gets the listen's
+	for _, s := range sessions {
+		s.drain()
+	}
+	for _, x := range listens {
+		// A listen ends gracefully: its client gets the listen's
 		// completion result (ModernCall.ending).
-		st.finish()
+		x.finish()
 	}
 }
 
@@ -103,12 +93,7 @@ func (b *Bridge) Close(ctx context.Context) error {
 	// Sessions, then the children sessions share. The goroutines here are
 	// Close's own (spawn refuses from now on), and it waits for them.
 	b.mu.Lock()
-	all := make([]*Session, 0, len(b.sessions))
-	for _, s := range b.sessions {
-		if s.ready { // one still starting finds the bridge closed (markReady)
-			all = append(all, s)
-		}
-	}
+	all := b.readyLocked() // one still starting finds the bridge closed (markReady)
 	b.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, s := range all {
@@ -117,10 +102,7 @@ func (b *Bridge) Close(ctx context.Context) error {
 	wg.Wait()
 	b.closeExchanges()
 	b.mu.Lock()
-	ups := b.multiplexedLocked()
-	for _, p := range b.pools {
-		ups = append(ups, p.all()...)
-	}
+	ups := append(b.multiplexedLocked(), b.poolsChildrenLocked()...)
 	b.mu.Unlock()
 	for _, u := range ups {
 		wg.Go(func() { u.stop(ctx) })
@@ -150,30 +132,7 @@ func (b *Bridge) janitor() {
 			return
 		case <-t.C:
 			now := b.cfg.Now()
-			b.mu.Lock()
-			var due []*Session
-			var unreachable []bool
-			for _, s := range b.sessions {
-				if !s.ready {
-					continue
-				}
-				if at, gone := s.expiry(); !at.IsZero() && !now.Before(at) {
-					due = append(due, s)
-					unreachable = append(unreachable, gone)
-				}
-			}
-			b.mu.Unlock()
-			for i, s := range due {
-				reason := reasonExpired
-				if unreachable[i] {
-					reason = reasonUnreachable
-					s.log.Info("no client can reach the session any more; ending it", "unreachable_timeout", b.cfg.UnreachableTimeout)
-				} else {
-					s.log.Info("session idle; ending it", "idle_timeout", b.cfg.IdleTimeout)
-				}
-				// Refused once the bridge is closed: Close ends it.
-				b.spawn(func() { s.stop(context.Background(), reason) })
-			}
+			b.endDue(now)
 			if b.cfg.IdleTimeout > 0 {
 				b.reclaimPools(now)
 			}
@@ -181,41 +140,10 @@ func (b *Bridge) janitor() {
 	}
 }
 
-// refill keeps the pool of waiting children full, until the bridge
-// closes; it then stops the children still waiting. Only it adds to the
-// pool, so once it has returned nothing waits there.
-func (b *Bridge) refill() {
-	for {
-		select {
-		case <-b.poolKick:
-		case <-b.shutdown:
-			b.emptyPool()
-			return
-		}
-		for len(b.pool) < cap(b.pool) {
-			u := newUpstream(b, false)
-			if err := u.start(b.log); err != nil {
-				// Every slot taken is no error: the pool fills as slots
-				// are given back (watch kicks it when a child it stopped
-				// is gone).
-				if !errors.Is(err, ErrClosing) && !errors.Is(err, errNoSlot) {
-					b.log.Error("cannot start a waiting MCP server process", "err", err)
-				}
-				break
-			}
-			b.pool <- u // room: only this goroutine adds
-		}
-	}
-}
-
-// emptyPool stops the children waiting in the pool, within Close's ctx.
-func (b *Bridge) emptyPool() {
-	for {
-		select {
-		case u := <-b.pool:
-			u.stop(b.stopCtx)
-		default:
-			return
-		}
-	}
+// closeContext is Close's context, which bounds the stops of what is left
+// after the shutdown (refill's children). Read once the bridge is closed.
+func (b *Bridge) closeContext() context.Context {
+	b.stateMu.Lock()
+	defer b.stateMu.Unlock()
+	return b.stopCtx
 }

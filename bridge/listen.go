@@ -4,11 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 )
 
 // subscriptions/listen in front of a legacy child, served by the bridge: a
-// listen is a session of the bridge's own on the pool's base child, which
+// listen is a party of its own on the pool's base child (listenBox), which
 // takes the list changes and resource updates the child sends (for every
 // listener) and nothing else. Resource URIs are counted onto the child's
 // resources/subscribe, with the 2025 sessions' own subscriptions: the
@@ -23,7 +22,7 @@ type listenFilter struct {
 
 // wants reports whether a notification of method goes to the listen: a
 // list change it asked for, or an update of a resource it subscribed to
-// (only those reach it: Session.subs).
+// (only those of its subscriptions reach it: routeSubscribers).
 func (f *listenFilter) wants(method string) bool {
 	switch method {
 	case "notifications/tools/list_changed":
@@ -48,11 +47,11 @@ type childCaps struct {
 	} `json:"resources"`
 }
 
-// startListen opens a listen on u, the pool's legacy base child: the
+// startListen opens a listen on the pool's legacy base child: the
 // acknowledgement, with the subset the child can honour, comes first;
-// then the notifications asked for, each stamped with the listen's id.
-// A listen that can honour nothing is acknowledged and ended.
-func (mc *ModernCall) startListen(ctx context.Context, u *upstream, m *Message) error {
+// then the notifications asked for, each stamped with the listen's id. A
+// listen that can honour nothing is acknowledged and ended.
+func (mc *ModernCall) startListen(ctx context.Context, m *Message) error {
 	raw := m.Param("notifications")
 	var want struct {
 		ToolsListChanged      bool     `json:"toolsListChanged"`
@@ -64,53 +63,32 @@ func (mc *ModernCall) startListen(ctx context.Context, u *upstream, m *Message) 
 		mc.answer(errorResponse(mc.id, CodeInvalidParams, "Invalid params: subscriptions/listen needs params.notifications, an object", nil))
 		return nil
 	}
-	u.mu.Lock()
+	u := mc.base
 	var r struct {
 		Capabilities childCaps `json:"capabilities"`
 	}
-	_ = json.Unmarshal(u.initResult, &r)
-	u.mu.Unlock()
+	_ = json.Unmarshal(u.initResult(), &r)
 	c := r.Capabilities
-	f := &listenFilter{
+	x := &listenBox{filter: listenFilter{
 		tools:     want.ToolsListChanged && c.Tools != nil && c.Tools.ListChanged,
 		prompts:   want.PromptsListChanged && c.Prompts != nil && c.Prompts.ListChanged,
 		resources: want.ResourcesListChanged && c.Resources != nil && c.Resources.ListChanged,
+	}}
+	x.box = *newBox(mc.b, u, mc.owner, -1)
+	if err := u.join(x); err != nil {
+		return err
 	}
-	s := newSession(mc.b, "listen")
-	s.up, s.stateless, s.modern, s.listen = u, true, true, f
-	s.owner, s.ownerName = mc.owner.Key, mc.owner.Name
-	u.mu.Lock()
-	if u.dead || u.stopping {
-		u.mu.Unlock()
-		return &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the MCP server is stopping; try again shortly"}
-	}
-	u.sessions[s] = true
-	st := newStream(s, true, 0, false)
-	s.get = st
-	u.mu.Unlock()
-	mc.sess, mc.st, mc.listen = s, st, f
-
+	mc.run = &run{u: u, party: x, inbox: &x.box}
+	mc.state = stateListening
 	var uris []string
 	if c.Resources != nil && c.Resources.Subscribe {
 		for _, uri := range want.ResourceSubscriptions {
-			if mc.subscribe(ctx, u, s, uri) {
+			if mc.subscribe(ctx, x, uri) {
 				uris = append(uris, uri)
 			}
 		}
 	}
-	honored := map[string]any{}
-	if f.tools {
-		honored["toolsListChanged"] = true
-	}
-	if f.prompts {
-		honored["promptsListChanged"] = true
-	}
-	if f.resources {
-		honored["resourcesListChanged"] = true
-	}
-	if len(uris) > 0 {
-		honored["resourceSubscriptions"] = uris
-	}
+	honored := x.filter.honored(uris)
 	ack, _ := json.Marshal(map[string]any{
 		"jsonrpc": "2.0",
 		"method":  "notifications/subscriptions/acknowledged",
@@ -128,35 +106,38 @@ func (mc *ModernCall) startListen(ctx context.Context, u *upstream, m *Message) 
 	return nil
 }
 
-// subscribe adds s to the holders of uri on u, subscribing the child when
-// s is the first, and reports whether the child took it.
-func (mc *ModernCall) subscribe(ctx context.Context, u *upstream, s *Session, uri string) bool {
-	u.mu.Lock()
-	holders := u.subs[uri]
-	if holders == nil {
-		holders = map[*Session]bool{}
-		u.subs[uri] = holders
+// honored is what a listen with filter f and the resource subscriptions
+// uris can honour, as its acknowledgement says it.
+func (f *listenFilter) honored(uris []string) map[string]any {
+	honored := map[string]any{}
+	if f.tools {
+		honored["toolsListChanged"] = true
 	}
-	first := len(holders) == 0
-	holders[s] = true
-	s.subs[uri] = true
-	if !first {
-		u.mu.Unlock()
+	if f.prompts {
+		honored["promptsListChanged"] = true
+	}
+	if f.resources {
+		honored["resourcesListChanged"] = true
+	}
+	if len(uris) > 0 {
+		honored["resourceSubscriptions"] = uris
+	}
+	return honored
+}
+
+// subscribe adds the listen x to the holders of uri on the base child,
+// subscribing the child when x is the first, and reports whether the
+// child took it.
+func (mc *ModernCall) subscribe(ctx context.Context, x party, uri string) bool {
+	u := mc.base
+	if !u.subscribe(x, uri) {
 		return true
 	}
-	u.mu.Unlock()
-	p, _ := json.Marshal(map[string]string{"uri": uri})
-	_, err := u.ask(ctx, "resources/subscribe", p, mc.b.requestBound())
+	_, err := u.ask(ctx, "resources/subscribe", uriParams(uri), mc.b.requestBound())
 	if err == nil || errors.Is(err, errRestarting) {
 		return true // (a restarting child is subscribed again when it is up)
 	}
-	u.mu.Lock()
-	delete(holders, s)
-	delete(s.subs, uri)
-	if len(holders) == 0 {
-		delete(u.subs, uri)
-	}
-	u.mu.Unlock()
+	u.unsubscribe(x, uri)
 	mc.b.log.Info("the MCP server refused a listen's resource subscription", "uri", uri, "err", err)
 	return false
 }
@@ -171,35 +152,6 @@ func (mc *ModernCall) listenEnd() []byte {
 	return resultMessage(mc.id, map[string]any{"resultType": "complete", "_meta": meta})
 }
 
-// publish hands a list change or resource update that a leased child sent
-// to the listens of its pool's base child u.
-func (u *upstream) publish(method string, params, msg []byte) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if method == "notifications/resources/updated" {
-		var p struct {
-			URI string `json:"uri"`
-		}
-		_ = json.Unmarshal(params, &p)
-		for s := range u.subs[p.URI] {
-			if s.listen != nil {
-				s.deliverLocked(msg)
-			}
-		}
-		return
-	}
-	for s := range u.sessions {
-		if s.listen != nil {
-			s.deliverLocked(msg)
-		}
-	}
-}
-
-// changeNotification reports whether method is one a listen can take.
-func changeNotification(method string) bool {
-	return method == "notifications/resources/updated" || strings.HasSuffix(method, "/list_changed")
-}
-
 // addListen registers a listen for Drain.
 func (b *Bridge) addListen(mc *ModernCall) {
 	b.mu.Lock()
@@ -212,4 +164,14 @@ func (b *Bridge) removeListen(mc *ModernCall) {
 	b.mu.Lock()
 	delete(b.listens, mc)
 	b.mu.Unlock()
+}
+
+// listenBoxesLocked are the boxes of the open listens, which Drain ends.
+// Called with b.mu held.
+func (b *Bridge) listenBoxesLocked() []*box {
+	boxes := make([]*box, 0, len(b.listens))
+	for mc := range b.listens {
+		boxes = append(boxes, mc.run.inbox)
+	}
+	return boxes
 }

@@ -22,10 +22,69 @@ type Message struct {
 	Kind   MsgKind
 	Method string // for requests and notifications
 	f      fields
+	// read is where the members the bridge reads of params and
+	// params._meta are in Raw, found by the walk that checks their keys
+	// as the message is parsed (keys.go): no reader scans for them again.
+	read readSpans
+}
+
+// readSpans are the places in a message of the members the bridge reads,
+// by their index in paramsKeys and metaKeys.
+type readSpans struct {
+	params [maxParamKeys]pos
+	meta   [maxMetaKeys]pos
+}
+
+// The most keys paramsKeys and metaKeys may list (TestReadKeysListed).
+const (
+	maxParamKeys = 24
+	maxMetaKeys  = 8
+)
+
+// pos is a member's value's place in a message; the zero pos is none (no
+// value of a member starts at 0).
+type pos struct{ start, end int32 }
+
+func posOf(base int, v span) pos { return pos{int32(base + v.start), int32(base + v.end)} }
+
+func (p pos) of(b []byte) []byte {
+	if p.end == 0 {
+		return nil
+	}
+	return b[p.start:p.end]
+}
+
+func (p pos) span() span {
+	if p.end == 0 {
+		return absent
+	}
+	return span{int(p.start), int(p.end)}
+}
+
+// paramIndex and metaIndex are the index of each key the bridge reads in
+// paramsKeys and metaKeys.
+var (
+	paramIndex = indexOf(paramsKeys)
+	metaIndex  = indexOf(metaKeys)
+	metaParam  = paramIndex["_meta"] // looked up once, not per member
+)
+
+func indexOf(s *keySet) map[string]int {
+	m := make(map[string]int, len(s.keys))
+	for i, k := range s.keys {
+		m[k] = i
+	}
+	return m
 }
 
 // ID is the raw id of a request or response, byte for byte as sent.
 func (m *Message) ID() []byte { return m.f.id.of(m.Raw) }
+
+// idAt is where the id is in the message, for a change made in place.
+func (m *Message) idAt() span { return m.f.id }
+
+// params is the message's params, as sent; nil for none.
+func (m *Message) params() []byte { return m.f.params.of(m.Raw) }
 
 // Methods the bridge treats specially.
 const (
@@ -109,32 +168,38 @@ func parseMessage(raw []byte) (Message, error) {
 	if raw[0] != '{' {
 		return Message{}, invalid(CodeInvalidRequest, "Invalid Request: a message must be a JSON object", nil)
 	}
-	f := noFields
-	if err := checkKeys(raw, envelopeKeys, place{where: "the message"}, f.set); err != nil {
+	m := Message{Raw: raw, f: noFields}
+	if err := checkKeys(raw, envelopeKeys, place{where: "the message"}, func(key []byte, _ int, v span) { m.f.set(key, v) }); err != nil {
 		if e, ok := err.(*Error); ok {
 			return Message{}, e
 		}
 		return Message{}, invalid(CodeInvalidRequest, "Invalid Request: "+err.Error(), nil)
 	}
-	if err := checkMembers(raw, f); err != nil {
+	if err := m.checkMembers(); err != nil {
 		return Message{}, err
 	}
-	m := Message{Raw: raw, f: f}
+	return m, m.classify()
+}
+
+// classify finds what the message is (Kind, Method), or the Invalid
+// Request it is.
+func (m *Message) classify() error {
+	raw, f := m.Raw, m.f
 	id := f.id.of(raw)
 	if f.id.ok() && !validID(id) {
 		// "The ID MUST NOT be null" and must be a string or an integer.
-		return m, invalid(CodeInvalidRequest, "Invalid Request: id must be a string or a number", nil)
+		return invalid(CodeInvalidRequest, "Invalid Request: id must be a string or a number", nil)
 	}
 	if string(f.jsonrpc.of(raw)) != `"2.0"` {
-		return m, invalid(CodeInvalidRequest, `Invalid Request: "jsonrpc" must be "2.0"`, id)
+		return invalid(CodeInvalidRequest, `Invalid Request: "jsonrpc" must be "2.0"`, id)
 	}
 	switch {
 	case f.method.ok():
 		if err := unquote(f.method.of(raw), &m.Method); err != nil || m.Method == "" {
-			return m, invalid(CodeInvalidRequest, "Invalid Request: method must be a non-empty string", id)
+			return invalid(CodeInvalidRequest, "Invalid Request: method must be a non-empty string", id)
 		}
 		if p := f.params.of(raw); p != nil && p[0] != '{' && p[0] != '[' {
-			return m, invalid(CodeInvalidRequest, "Invalid Request: params must be an object or an array", id)
+			return invalid(CodeInvalidRequest, "Invalid Request: params must be an object or an array", id)
 		}
 		m.Kind = Notification
 		if f.id.ok() {
@@ -143,14 +208,17 @@ func parseMessage(raw []byte) (Message, error) {
 	case f.id.ok() && (f.result.ok() != f.error.ok()):
 		m.Kind = Response
 	default:
-		return m, invalid(CodeInvalidRequest, "Invalid Request: neither a request, a notification nor a response", id)
+		return invalid(CodeInvalidRequest, "Invalid Request: neither a request, a notification nor a response", id)
 	}
-	return m, nil
+	return nil
 }
 
 // checkMembers checks the keys within a client's message (keys.go): params,
-// its _meta, and everything below them; a response's result or error.
-func checkMembers(raw []byte, f fields) error {
+// its _meta, and everything below them; a response's result or error. The
+// walk over params and _meta records where the members the bridge reads
+// are (m.read).
+func (m *Message) checkMembers() error {
+	raw, f := m.Raw, m.f
 	if r := f.result.of(raw); r != nil {
 		if err := checkDeep(r, place{where: "result"}); err != nil {
 			return err
@@ -166,24 +234,13 @@ func checkMembers(raw []byte, f fields) error {
 		return checkDeep(p, place{where: "params"})
 	}
 	var inner error
-	err := checkKeys(p, paramsKeys, place{where: "params"}, func(key []byte, v span) {
-		val := v.of(p)
-		if inner != nil || (val[0] != '{' && val[0] != '[') {
-			return
+	err := checkKeys(p, paramsKeys, place{where: "params"}, func(key []byte, i int, v span) {
+		if i >= 0 {
+			m.read.params[i] = posOf(f.params.start, v)
 		}
-		if val[0] == '{' && string(key) == "_meta" {
-			var below error
-			inner = checkKeys(val, metaKeys, place{where: "params._meta"}, func(key []byte, v span) {
-				if below == nil {
-					below = checkDeep(v.of(val), place{where: "params._meta", key: key})
-				}
-			})
-			if inner == nil {
-				inner = below
-			}
-			return
+		if inner == nil {
+			inner = m.checkParam(p, key, i, v)
 		}
-		inner = checkDeep(val, place{where: "params", key: key})
 	})
 	if err != nil {
 		return err
@@ -191,30 +248,75 @@ func checkMembers(raw []byte, f fields) error {
 	return inner
 }
 
+// checkParam checks what is below the member key of params p (at v; i is
+// its index in paramsKeys): _meta's keys, or any object's.
+func (m *Message) checkParam(p, key []byte, i int, v span) error {
+	val := v.of(p)
+	switch {
+	case val[0] == '{' && i == metaParam:
+		return m.checkMeta(val, m.f.params.start+v.start)
+	case val[0] == '{' || val[0] == '[':
+		return checkDeep(val, place{where: "params", key: key})
+	}
+	return nil
+}
+
+// checkMeta checks the keys of params._meta, meta (at base in Raw), and
+// what is below them, recording where the members the bridge reads are.
+func (m *Message) checkMeta(meta []byte, base int) error {
+	var below error
+	err := checkKeys(meta, metaKeys, place{where: "params._meta"}, func(key []byte, i int, v span) {
+		if i >= 0 {
+			m.read.meta[i] = posOf(base, v)
+		}
+		if below == nil {
+			below = checkDeep(v.of(meta), place{where: "params._meta", key: key})
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return below
+}
+
 // validID: a JSON string or number.
 func validID(id []byte) bool {
 	return len(id) > 0 && (id[0] == '"' || id[0] == '-' || (id[0] >= '0' && id[0] <= '9'))
 }
 
-// progressToken finds params._meta.progressToken in a request.
-func progressToken(raw []byte, params span) []byte {
-	p := params.of(raw)
-	if p == nil || p[0] != '{' || !bytes.Contains(p, []byte("progressToken")) {
-		return nil
-	}
-	meta := member(p, "_meta").of(p)
-	if meta == nil || meta[0] != '{' {
-		return nil
-	}
-	return member(meta, "progressToken").of(meta)
+// setParam sets the member key of the message's params to the JSON
+// value v (which must be valid), and reads the message again.
+func (m *Message) setParam(key string, v []byte) {
+	p := m.f.params.of(m.Raw)
+	m.reparse(splice(m.Raw, m.f.params, splice(p, member(p, key), v)))
 }
+
+// deleteParam removes the member key of the message's params, and reads
+// the message again.
+func (m *Message) deleteParam(key string) { m.reparse(withoutParam(m.Raw, key)) }
+
+// reparse reads raw, a changed copy of the message, in its place.
+func (m *Message) reparse(raw []byte) {
+	if n, err := parseMessage(raw); err == nil {
+		*m = n
+	}
+}
+
+// progressToken is the request's params._meta.progressToken, nil for
+// none.
+func (m *Message) progressToken() []byte { return m.metaMember("progressToken") }
 
 // Param is the raw JSON of the member key of a request's or a
 // notification's params object, byte for byte as sent; nil when there is
-// none. It reads without decoding: the transport learns, say, the tool a
-// tools/call names from the bytes already checked, not from a second
-// parse of the message.
+// none. It reads without decoding, and without scanning again: the walk
+// that checked the message's keys found it (the transport learns, say,
+// the tool a tools/call names from the bytes already checked).
 func (m *Message) Param(key string) []byte {
+	if i, ok := paramIndex[key]; ok {
+		return m.read.params[i].of(m.Raw)
+	}
+	// A key no list in keys.go has (TestReadKeysListed keeps the bridge
+	// from reading one): read it.
 	p := m.f.params.of(m.Raw)
 	if p == nil || p[0] != '{' {
 		return nil
@@ -222,14 +324,42 @@ func (m *Message) Param(key string) []byte {
 	return member(p, key).of(p)
 }
 
+// paramAt is where Param(key) is in the message, for a change made in
+// place.
+func (m *Message) paramAt(key string) span {
+	i, ok := paramIndex[key]
+	if !ok {
+		return absent
+	}
+	return m.read.params[i].span()
+}
+
+// metaAt is where metaMember(key) is in the message.
+func (m *Message) metaAt(key string) span {
+	i, ok := metaIndex[key]
+	if !ok {
+		return absent
+	}
+	return m.read.meta[i].span()
+}
+
+// metaMember is the raw value of key in the message's params._meta, nil
+// when there is none.
+func (m *Message) metaMember(key string) []byte {
+	if i, ok := metaIndex[key]; ok {
+		return m.read.meta[i].of(m.Raw)
+	}
+	meta := m.Param("_meta")
+	if meta == nil || meta[0] != '{' {
+		return nil
+	}
+	return member(meta, key).of(meta)
+}
+
 // IsModernProbe reports whether a message is in the 2026-07-28 format: a
 // server/discover request, or one carrying its protocol version in _meta.
 func (m *Message) IsModernProbe() bool {
-	if m.Method == "server/discover" {
-		return true
-	}
-	p := m.f.params.of(m.Raw)
-	return p != nil && bytes.Contains(p, []byte(`"io.modelcontextprotocol/protocolVersion"`))
+	return m.Method == "server/discover" || m.metaMember(metaProtocolVersion) != nil
 }
 
 // Versions are the protocol versions whose HTTP rules the bridge knows,
@@ -268,5 +398,15 @@ func unquote(b []byte, s *string) error {
 		*s = string(b[1 : len(b)-1])
 		return nil
 	}
-	return json.Unmarshal(b, s)
+	v, err := unquoteEscaped(b)
+	*s = v
+	return err
+}
+
+// unquoteEscaped is unquote's slow way: encoding/json's. Apart from
+// unquote, so that what unquote writes to stays where its caller has it.
+func unquoteEscaped(b []byte) (string, error) {
+	var v string
+	err := json.Unmarshal(b, &v)
+	return v, err
 }

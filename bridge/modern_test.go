@@ -38,9 +38,13 @@ func startModern(ctx context.Context, t *testing.T, b *Bridge, body string) *Mod
 // next is what the call gives the client next, and whether it is the end.
 func next(ctx context.Context, t *testing.T, mc *ModernCall) ([][]byte, bool) {
 	t.Helper()
-	msgs, final, err := mc.Next(ctx, nil)
+	evs, final, err := mc.Next(ctx, nil, nil)
 	if err != nil {
 		t.Fatalf("%v: %v", mc, err)
+	}
+	var msgs [][]byte
+	for _, ev := range evs {
+		msgs = append(msgs, ev.Data)
 	}
 	return msgs, final
 }

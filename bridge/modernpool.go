@@ -2,11 +2,14 @@ package bridge
 
 import (
 	"context"
+	"crypto/cipher"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,6 +38,52 @@ import (
 // answers server/discover is modern, and its requests pass through; any
 // other is legacy, initialized by the bridge with profileParams, and
 // translated.
+
+// modernEra is the state of the 2026-07-28 era, a part of the Bridge:
+// its pools, the calls in progress, listening and parked, and the key
+// that seals the requestStates it relays. pools, listens and running are
+// guarded by the bridge's mutex.
+type modernEra struct {
+	pools    map[string]*modernPool // by partition
+	childEra atomic.Int32           // what the children speak, once probed
+	probeMu  sync.Mutex             // one probe at a time
+	listens  map[*ModernCall]bool   // open listens, which Drain ends
+	running  map[*ModernCall]bool   // calls in progress on a child (Snapshot)
+	exMu     sync.Mutex             // guards exchanges and leasedBy; a leaf
+	// exchanges are the calls parked for their clients' retries, by
+	// requestState handle. leasedBy counts the calls on leased children,
+	// running or parked, by owner (an owner with none has no entry), and
+	// leased all of them (enterLeased).
+	exchanges map[string]*exchange
+	leasedBy  map[string]int
+	leased    int
+	// stateKey seals the modern child's requestStates the bridge relays
+	// (wrapState, sealed.go); random, this process's own. spent holds the
+	// ids of the wrappers used (until they expire), under exMu;
+	// spentSweep is the size at which expired ones are swept.
+	stateKey   [32]byte
+	stateAEAD  cipher.AEAD
+	spent      map[[16]byte]int64
+	spentSweep int
+}
+
+// init makes the era's maps and its sealing key.
+func (e *modernEra) init() error {
+	e.pools = make(map[string]*modernPool)
+	e.listens = make(map[*ModernCall]bool)
+	e.running = make(map[*ModernCall]bool)
+	e.exchanges = make(map[string]*exchange)
+	e.leasedBy = make(map[string]int)
+	if _, err := rand.Read(e.stateKey[:]); err != nil {
+		return fmt.Errorf("bridge: requestState key: %w", err)
+	}
+	aead, err := newStateAEAD(e.stateKey[:])
+	if err != nil {
+		return fmt.Errorf("bridge: requestState cipher: %w", err)
+	}
+	e.stateAEAD, e.spent, e.spentSweep = aead, map[[16]byte]int64{}, 1024
+	return nil
+}
 
 // childEra is what a server's children speak.
 type childEra int32
@@ -99,7 +148,17 @@ type idleLease struct {
 	since time.Time
 }
 
-// modernPool returns the pool that serves owner's modern requests.
+// acquirePool returns the pool that serves owner's modern requests, with
+// a use of it for one call, and the function that gives that use back
+// (once, however often it is called).
+func (b *Bridge) acquirePool(owner Owner, env []string) (*modernPool, func()) {
+	p := b.modernPool(owner, env)
+	var once sync.Once
+	return p, func() { once.Do(p.done) }
+}
+
+// modernPool returns the pool that serves owner's modern requests, with
+// one more use of it (done gives it back).
 func (b *Bridge) modernPool(owner Owner, env []string) *modernPool {
 	key := ""
 	if b.cfg.Mode != ModeShared && !b.cfg.Stateless {
@@ -167,13 +226,10 @@ func (p *modernPool) ready(ctx context.Context) (*upstream, childEra, error) {
 		return nil, eraUnknown, err
 	}
 	b := p.b
-	u.mu.Lock()
-	initializing := u.initParams != nil
-	u.mu.Unlock()
-	if initializing {
+	if u.initializing() {
 		// A 2025 session started it: the probe waits for its initialize,
 		// which a legacy server may need before any other request.
-		if err := b.waitReady(ctx, u); err != nil {
+		if err := b.waitInit(ctx, u.gateNow(), nil); err != nil {
 			return nil, eraUnknown, err
 		}
 	}
@@ -206,9 +262,7 @@ func (p *modernPool) baseUpstream(ctx context.Context) (*upstream, error) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if p.base != nil {
-			p.base.mu.Lock()
-			dead, stopping := p.base.dead, p.base.stopping
-			p.base.mu.Unlock()
+			dead, stopping := p.base.going()
 			switch {
 			case dead:
 				// Its crash-loop breaker tripped: as for the shared
@@ -219,8 +273,7 @@ func (p *modernPool) baseUpstream(ctx context.Context) (*upstream, error) {
 				return p.base, nil
 			}
 		}
-		u := newUpstream(b, true)
-		u.env, u.modernOnly = p.env, true
+		u := newChildFor(b, roleModernBase, p.env)
 		if !u.takeSlot() {
 			return nil, errNoSlot
 		}
@@ -242,17 +295,6 @@ func (p *modernPool) baseUpstream(ctx context.Context) (*upstream, error) {
 	return u, nil
 }
 
-// waitReady waits for the outcome of u's initialization.
-func (b *Bridge) waitReady(ctx context.Context, u *upstream) error {
-	u.mu.Lock()
-	g := u.gate
-	u.mu.Unlock()
-	if err := b.waitInit(ctx, g, nil); err != nil {
-		return err
-	}
-	return nil
-}
-
 // era is what the server's children speak: Config.ChildProtocol, or what
 // the first probe found (probe). Probes do not overlap.
 func (b *Bridge) era(ctx context.Context, u *upstream) (childEra, error) {
@@ -260,12 +302,12 @@ func (b *Bridge) era(ctx context.Context, u *upstream) (childEra, error) {
 	case ChildProtocolLegacy:
 		return eraLegacy, nil
 	case ChildProtocolModern:
-		u.markModern()
+		u.speak(eraModern, nil)
 		return eraModern, nil
 	}
 	if e := childEra(b.childEra.Load()); e != eraUnknown {
 		if e == eraModern {
-			u.markModern()
+			u.speak(eraModern, nil)
 		}
 		return e, nil
 	}
@@ -273,7 +315,7 @@ func (b *Bridge) era(ctx context.Context, u *upstream) (childEra, error) {
 	defer b.probeMu.Unlock()
 	if e := childEra(b.childEra.Load()); e != eraUnknown {
 		if e == eraModern {
-			u.markModern()
+			u.speak(eraModern, nil)
 		}
 		return e, nil
 	}
@@ -283,7 +325,7 @@ func (b *Bridge) era(ctx context.Context, u *upstream) (childEra, error) {
 	}
 	b.childEra.Store(int32(e))
 	if e == eraModern {
-		u.markModern()
+		u.speak(eraModern, nil)
 	}
 	return e, nil
 }
@@ -307,9 +349,7 @@ func (b *Bridge) probe(ctx context.Context, u *upstream) (childEra, error) {
 		}
 		if json.Unmarshal(res, &r) == nil && slices.ContainsFunc(r.SupportedVersions, servedModern) {
 			era = eraModern
-			u.mu.Lock()
-			u.discovered = res // what it can do (capability)
-			u.mu.Unlock()
+			u.speak(era, res) // what it can do (capability)
 		}
 	}
 	b.log.Info("probed the MCP server's protocol era with server/discover", "era", eraName(era), "answer_error", errString(err))
@@ -333,52 +373,23 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// initShared initializes a shared child with params, unless someone has
-// already (a 2025 session, stateless HTTP, the modern pool), and waits for
-// the outcome: ctx's end, shutdown and --init-timeout end the wait too.
-func (b *Bridge) initShared(ctx context.Context, u *upstream, params string) error {
-	u.mu.Lock()
-	if u.dead {
-		u.mu.Unlock()
-		return ErrSharedDown
-	}
-	if u.initParams == nil {
-		child := u.child
-		if child == nil {
-			u.mu.Unlock()
-			return errRestarting
-		}
-		u.initParams = []byte(params)
-		line := u.ownRequestLocked(MethodInitialize, u.initParams, &call{init: true})
-		u.mu.Unlock()
-		u.write(child, [][]byte{line})
-		u.mu.Lock()
-	}
-	g := u.gate
-	u.mu.Unlock()
-	if g.decided() && g.err == nil {
-		return nil // initialized: the usual case, without a timer
-	}
-	if err := b.waitInit(ctx, g, nil); err != nil {
-		return err
-	}
-	return nil
-}
-
 // lease returns a legacy child for one call of owner's, its own until the
-// call is over (release): a warm one of owner's, or a new one initialized
-// with profileParams, within MaxChildren. The call's place under
-// --max-parked is taken first: a call over it costs no process.
-func (p *modernPool) lease(ctx context.Context, owner string, base *upstream) (*upstream, error) {
+// call is over: a warm one of owner's, or a new one initialized with
+// profileParams, within MaxChildren. The call's place under --max-parked
+// is taken first: a call over it costs no process. unlease gives the
+// child back, once: to owner's warm ones if it may serve again (reuse),
+// else it is stopped.
+func (p *modernPool) lease(ctx context.Context, owner string, base *upstream) (u *upstream, unlease func(reuse bool), err error) {
 	if err := p.b.enterLeased(owner); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	u, err := p.leaseChild(ctx, owner, base)
+	u, err = p.leaseChild(ctx, owner, base)
 	if err != nil {
 		p.b.leaveLeased(owner)
-		return nil, err
+		return nil, nil, err
 	}
-	return u, nil
+	var once sync.Once
+	return u, func(reuse bool) { once.Do(func() { p.release(u, owner, reuse) }) }, nil
 }
 
 // enterLeased takes a place for a call of owner's on a leased child,
@@ -417,18 +428,14 @@ func (p *modernPool) leaseChild(ctx context.Context, owner string, base *upstrea
 	for list := p.idle[owner]; len(list) > 0; list = p.idle[owner] {
 		u := list[len(list)-1].u // the warmest
 		p.setIdleLocked(owner, list[:len(list)-1])
-		u.mu.Lock()
-		alive := u.child != nil && !u.stopping
-		u.mu.Unlock()
-		if alive {
+		if u.alive() {
 			p.leased[u] = owner
 			p.mu.Unlock()
 			return u, nil
 		}
 	}
 	p.mu.Unlock()
-	u := newUpstream(b, false)
-	u.env, u.hub = p.env, base
+	u := newLease(b, p.env, base)
 	if err := b.reserve(ctx, u, owner); err != nil {
 		return nil, err
 	}
@@ -439,12 +446,12 @@ func (p *modernPool) leaseChild(ctx context.Context, owner string, base *upstrea
 	}
 	defer release()
 	log := b.log.With("leased", true)
-	u.logp.Store(log)
+	u.setLogger(log)
 	if err := u.start(log); err != nil {
 		return nil, errCannotStart(err)
 	}
-	if err := b.initLease(ctx, u); err != nil {
-		go u.stop(context.Background()) // its watch ends with it
+	if err := u.initializeAlone(ctx, profileParams); err != nil {
+		b.track(func() { u.stop(context.Background()) }) // its watch ends with it
 		return nil, err
 	}
 	p.mu.Lock()
@@ -453,54 +460,13 @@ func (p *modernPool) leaseChild(ctx context.Context, owner string, base *upstrea
 	return u, nil
 }
 
-// initLease initializes a leased child with profileParams and waits for
-// its answer within --init-timeout.
-func (b *Bridge) initLease(ctx context.Context, u *upstream) error {
-	answered := make(chan error, 1)
-	u.mu.Lock()
-	child := u.child
-	if child == nil {
-		u.mu.Unlock()
-		return errRestarting
-	}
-	line := u.ownRequestLocked(MethodInitialize, []byte(profileParams), &call{init: true, answered: answered})
-	u.mu.Unlock()
-	u.write(child, [][]byte{line})
-	select {
-	case err := <-answered:
-		if err != nil {
-			var e *Error
-			if errors.As(err, &e) {
-				return e
-			}
-			return &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the MCP server did not initialize: " + err.Error()}
-		}
-	case <-ctx.Done():
-		return errClientGone
-	case <-b.shutdown:
-		return ErrClosing
-	}
-	u.write(child, [][]byte{[]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)})
-	// A ping's answer comes after whatever the child says as it starts
-	// (server-everything announces its lists once initialized): the
-	// bridge reads its lines in order, so by then that has been seen,
-	// while no call was in flight, and was not taken for news of one.
-	if err := u.ping(min(probeTimeout, max(b.cfg.InitTimeout, time.Second))); err != nil {
-		u.logger().Debug("a leased MCP server did not answer the ping after initialize", "err", err)
-	}
-	return nil
-}
-
 // release gives a lease back after its call: to the owner's warm ones if
-// it can serve again (reuse), else it is stopped.
+// it can serve again (reuse), else it is stopped. (lease's unlease.)
 func (p *modernPool) release(u *upstream, owner string, reuse bool) {
 	p.b.leaveLeased(owner)
 	p.mu.Lock()
 	delete(p.leased, u)
-	u.mu.Lock()
-	alive := u.child != nil && !u.stopping
-	u.mu.Unlock()
-	if reuse && alive && len(p.idle[owner]) < maxIdleLeases {
+	if reuse && u.alive() && len(p.idle[owner]) < maxIdleLeases {
 		p.idle[owner] = append(p.idle[owner], idleLease{u, p.b.cfg.Now()})
 		p.mu.Unlock()
 		return
@@ -606,40 +572,120 @@ func (p *modernPool) all() []*upstream {
 	return out
 }
 
-// markModern says the child passes modern requests through: its
-// notifications that name a listen (subscriptionId) go to that listen.
-func (u *upstream) markModern() {
-	u.mu.Lock()
-	u.modern = true
-	u.mu.Unlock()
-}
-
-// capability reports whether the child serves the capability: from its
-// InitializeResult (legacy) or the probe's DiscoverResult (modern).
-// It runs on every modern request, so it scans the result in place rather
-// than decoding it.
-func (u *upstream) capability(name string) bool {
-	if name == "" {
-		return true
-	}
-	u.mu.Lock()
-	res := u.initResult
-	if u.modern {
-		res = u.discovered
-	}
-	u.mu.Unlock()
-	if res == nil {
-		return true // unknown: the child answers for itself
-	}
-	caps := member(res, "capabilities").of(res)
-	switch {
-	case caps == nil || string(caps) == "null":
-		return false
-	case caps[0] != '{':
-		return true // malformed: the child answers for itself
-	}
-	return member(caps, name).ok()
-}
-
 // String names the pool in logs.
 func (p *modernPool) String() string { return fmt.Sprintf("modern pool %q", p.key) }
+
+// reclaimPools stops the children of modern pools that no call used for
+// IdleTimeout: warm leases, and a base child of the pool's own.
+func (b *Bridge) reclaimPools(now time.Time) {
+	b.mu.Lock()
+	var stop []*upstream
+	var left []*modernPool
+	for _, p := range b.pools {
+		stop = append(stop, p.reclaim(now, b.cfg.IdleTimeout)...)
+		left = append(left, p)
+	}
+	b.mu.Unlock()
+	for _, p := range left {
+		p.mu.Lock()
+		empty := p.emptyLocked()
+		p.mu.Unlock()
+		if empty {
+			b.forgetPool(p)
+		}
+	}
+	for _, u := range stop {
+		u.logger().Info("modern pool idle; stopping its child", "idle_timeout", b.cfg.IdleTimeout)
+		b.track(func() { u.stop(context.Background()) })
+	}
+}
+
+// poolChild is a child of a modern pool, for Snapshot.
+type poolChild struct {
+	u        *upstream
+	owners   []string // the principals it serves
+	everyone bool     // it serves every principal
+}
+
+// poolChildren lists the children of the modern pools: each pool's base,
+// which serves its partition, and its leases, each the principal's whose
+// call it serves or whose warm ones it is.
+func (b *Bridge) poolChildren() []poolChild {
+	b.mu.Lock()
+	pools := make([]*modernPool, 0, len(b.pools))
+	for _, p := range b.pools {
+		pools = append(pools, p)
+	}
+	b.mu.Unlock()
+	var out []poolChild
+	for _, p := range pools {
+		p.mu.Lock()
+		if p.base != nil {
+			if p.key == "" {
+				out = append(out, poolChild{u: p.base, everyone: true})
+			} else {
+				out = append(out, poolChild{u: p.base, owners: []string{p.key}})
+			}
+		}
+		for u, owner := range p.leased {
+			out = append(out, poolChild{u: u, owners: []string{owner}})
+		}
+		for owner, list := range p.idle {
+			for _, l := range list {
+				out = append(out, poolChild{u: l.u, owners: []string{owner}})
+			}
+		}
+		p.mu.Unlock()
+	}
+	return out
+}
+
+// ModernSnapshot counts the modern era's parked calls, leased children
+// and listens.
+func (b *Bridge) ModernSnapshot() ModernCounts {
+	var m ModernCounts
+	b.exMu.Lock()
+	m.Parked = len(b.exchanges)
+	b.exMu.Unlock()
+	b.mu.Lock()
+	m.Listens = len(b.listens)
+	pools := make([]*modernPool, 0, len(b.pools))
+	for _, p := range b.pools {
+		pools = append(pools, p)
+	}
+	b.mu.Unlock()
+	for _, p := range pools {
+		p.mu.Lock()
+		m.Leased += len(p.leased)
+		p.mu.Unlock()
+	}
+	return m
+}
+
+// poolsChildrenLocked takes every child out of every pool, for Close to
+// stop. Called with b.mu held.
+func (b *Bridge) poolsChildrenLocked() []*upstream {
+	var ups []*upstream
+	for _, p := range b.pools {
+		ups = append(ups, p.all()...)
+	}
+	return ups
+}
+
+// poolSnapshots describes the children of the modern pools that seen
+// does not have yet (a pool's base may be the shared child), and adds
+// them to it.
+func (b *Bridge) poolSnapshots(seen map[*upstream]bool) []ChildSnapshot {
+	var out []ChildSnapshot
+	for _, pc := range b.poolChildren() {
+		if seen[pc.u] {
+			continue // the shared child: listed already
+		}
+		seen[pc.u] = true
+		if c, ok := pc.u.snapshot(pc.everyone); ok {
+			c.owners = pc.owners
+			out = append(out, c)
+		}
+	}
+	return out
+}

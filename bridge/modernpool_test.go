@@ -22,12 +22,12 @@ func modernEcho(t *testing.T, b *Bridge, owner string, caps string) string {
 	}
 	defer mc.Close()
 	for {
-		msgs, final, err := mc.Next(ctx, nil)
+		evs, final, err := mc.Next(ctx, nil, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", owner, err)
 		}
 		if final {
-			return string(msgs[len(msgs)-1])
+			return string(evs[len(evs)-1].Data)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -56,7 +55,6 @@ type exchange struct {
 	method  string
 	target  string
 	args    [32]byte
-	keys    int    // keys made so far, so every key of the call is new
 	id      string // the exchange's name in the audit log
 	timer   *time.Timer
 	expires time.Time
@@ -68,25 +66,24 @@ type exchange struct {
 // answer, is refused. A question that needs a capability the client did
 // not declare is refused too, and noted: if the call then fails, it
 // failed for lack of it, and gets -32021 (missingFailure).
-func (mc *ModernCall) childRequest(msg []byte, f fields) {
-	var method string
-	_ = unquote(f.method.of(msg), &method)
-	xid := bytes.Clone(f.id.of(msg))
-	params := f.params.of(msg)
-	switch method {
+func (mc *ModernCall) childRequest(m *childMsg) {
+	r := mc.run
+	xid := bytes.Clone(m.f.id.of(m.raw))
+	params := m.params()
+	switch m.method {
 	case "ping":
-		mc.reply(xid, []byte(`{}`))
+		r.reply(xid, []byte(`{}`))
 		return
 	case "sampling/createMessage", "elicitation/create", "roots/list":
 	default:
-		mc.replyError(xid, CodeMethodNotFound, "mcp-bridge: a 2026-07-28 client cannot be sent "+method)
+		r.replyError(xid, CodeMethodNotFound, "mcp-bridge: a 2026-07-28 client cannot be sent "+m.method)
 		return
 	}
 	if !mrtrMethods[mc.method] {
-		mc.replyError(xid, CodeMethodNotFound, "mcp-bridge: the client's "+mc.method+" cannot carry "+method+" (MCP 2026-07-28 asks clients only during tools/call, prompts/get and resources/read)")
+		r.replyError(xid, CodeMethodNotFound, "mcp-bridge: the client's "+mc.method+" cannot carry "+m.method+" (MCP 2026-07-28 asks clients only during tools/call, prompts/get and resources/read)")
 		return
 	}
-	if need := mc.env.caps.missing(method, params); need != nil {
+	if need := mc.env.caps.missing(m.method, params); need != nil {
 		// "Servers MUST NOT send an inputRequests that the client has not
 		// declared support for": the child is told the client cannot, as
 		// a 2025 client without the capability would tell it, and the
@@ -96,18 +93,26 @@ func (mc *ModernCall) childRequest(msg []byte, f fields) {
 		// is in flight (server-everything asks for roots 350 ms after it
 		// is initialized). A call that needed the answer fails, and its
 		// failure becomes -32021 naming what the client lacks.
-		mc.replyError(xid, CodeMethodNotFound, "mcp-bridge: the client did not declare the capability "+method+" needs")
-		if mc.missing == nil {
-			mc.missing, mc.missingMethod = need, method
+		r.replyError(xid, CodeMethodNotFound, "mcp-bridge: the client did not declare the capability "+m.method+" needs")
+		if r.missing == nil {
+			r.missing, r.missingMethod = need, m.method
 		}
 		return
 	}
-	if mc.round == nil {
-		mc.round = newRound()
-		mc.gatherEnd = time.Now().Add(gatherWindow)
+	mc.ask(m.method, params, xid)
+}
+
+// ask adds the child's question xid (of method, with params) to the round
+// being gathered, opening one if none is.
+func (mc *ModernCall) ask(method string, params, xid []byte) {
+	r := mc.run
+	if r.round == nil {
+		r.round = newRound()
+		r.gatherEnd = time.Now().Add(gatherWindow)
+		mc.state = stateGathering
 	}
-	mc.keys++
-	key := map[string]string{"sampling/createMessage": "s", "elicitation/create": "e", "roots/list": "r"}[method] + strconv.Itoa(mc.keys)
+	r.keys++
+	key := map[string]string{"sampling/createMessage": "s", "elicitation/create": "e", "roots/list": "r"}[method] + strconv.Itoa(r.keys)
 	// params is never left out, though the schema lets a roots/list go
 	// without (server-everything's does): go-sdk v1.8.0 fails to decode
 	// an input request that has none ("unexpected end of JSON input"), and
@@ -117,9 +122,9 @@ func (mc *ModernCall) childRequest(msg []byte, f fields) {
 		req["params"] = forClient(method, params)
 	}
 	b, _ := json.Marshal(req)
-	mc.round.requests[key] = b
-	mc.round.pending[key] = xid
-	mc.round.methods[key] = method
+	r.round.requests[key] = b
+	r.round.pending[key] = xid
+	r.round.methods[key] = method
 }
 
 // missingFailure is the -32021 error that replaces the final answer msg
@@ -127,22 +132,20 @@ func (mc *ModernCall) childRequest(msg []byte, f fields) {
 // that answer is a failure (an error, or a result with isError), nil
 // otherwise: a call that failed after its question was refused failed
 // for lack of the answer.
-func (mc *ModernCall) missingFailure(msg []byte, f fields) *Error {
-	if mc.missing == nil {
+func (mc *ModernCall) missingFailure(m *childMsg) *Error {
+	if mc.run.missing == nil {
 		return nil
 	}
-	if !f.error.ok() {
-		var r struct {
-			IsError bool `json:"isError"`
-		}
-		if json.Unmarshal(f.result.of(msg), &r) != nil || !r.IsError {
+	if !m.f.error.ok() {
+		res := m.f.result.of(m.raw)
+		if res == nil || res[0] != '{' || string(member(res, "isError").of(res)) != "true" {
 			return nil
 		}
 	}
 	mc.b.stats.InputMissingCapability.Add(1)
 	return &Error{Kind: KindInvalid, Code: CodeMissingCapability, ID: mc.id,
-		Message: "Missing required client capability: the server asked for " + mc.missingMethod + ", which this request's clientCapabilities do not declare",
-		Data:    map[string]any{"requiredCapabilities": mc.missing}}
+		Message: "Missing required client capability: the server asked for " + mc.run.missingMethod + ", which this request's clientCapabilities do not declare",
+		Data:    map[string]any{"requiredCapabilities": mc.run.missing}}
 }
 
 // forClient is a child's question's params as a 2026-07-28 client takes
@@ -205,33 +208,12 @@ func (c clientCaps) missing(method string, params []byte) map[string]any {
 	return nil
 }
 
-// reply answers the child's request xid with result.
-func (mc *ModernCall) reply(xid, result []byte) {
-	mc.toChild([]byte(`{"jsonrpc":"2.0","id":` + string(xid) + `,"result":` + string(result) + `}`))
-}
-
-// replyError answers the child's request xid with an error.
-func (mc *ModernCall) replyError(xid []byte, code int, msg string) {
-	mc.toChild(errorResponse(xid, code, msg, nil))
-}
-
-// toChild sends a response of the client's side to the child, through the
-// call's session (which checks, on a shared child, that the request was
-// this session's).
-func (mc *ModernCall) toChild(raw []byte) {
-	msgs, _, err := ParseBody(raw)
-	if err != nil {
-		return
-	}
-	_, _ = mc.sess.send(msgs, false, false)
-}
-
 // dropRound answers what the child asked in the round being gathered as
 // if the client had declined: the child has answered its call meanwhile,
 // or the call ends.
 func (mc *ModernCall) dropRound() {
-	r := mc.round
-	mc.round = nil
+	r := mc.run.round
+	mc.run.round = nil
 	mc.answerUnasked(r, "the request ended before its client answered")
 }
 
@@ -240,24 +222,24 @@ func (mc *ModernCall) dropRound() {
 func (mc *ModernCall) answerUnasked(r *round, reason string) {
 	for key, xid := range r.pending {
 		if r.methods[key] == "elicitation/create" {
-			mc.reply(xid, []byte(`{"action":"cancel"}`))
+			mc.run.reply(xid, []byte(`{"action":"cancel"}`))
 		} else {
-			mc.replyError(xid, CodeInternalError, "mcp-bridge: "+reason)
+			mc.run.replyError(xid, CodeInternalError, "mcp-bridge: "+reason)
 		}
 	}
 }
 
 // park puts the call in an exchange for its client's retry and returns the
 // input_required result for the client.
-func (mc *ModernCall) park() ([]byte, error) {
-	r := mc.round
-	mc.round = nil
+func (mc *ModernCall) park() []byte {
+	r := mc.run.round
+	mc.run.round = nil
 	b := mc.b
 	handle := b.newHandle()
 	if mc.exchange == "" {
 		mc.exchange = newExchangeID()
 	}
-	ex := &exchange{call: mc, round: r, owner: mc.owner.Key, method: mc.method, target: mc.target, args: mc.argsDigest(), keys: mc.keys, id: mc.exchange}
+	ex := &exchange{call: mc, round: r, owner: mc.owner.Key, method: mc.method, target: mc.target, args: mc.argsDigest(), id: mc.exchange}
 	// Its place under --max-parked was taken with its lease (enterLeased).
 	b.exMu.Lock()
 	b.exchanges[handle] = ex
@@ -265,34 +247,14 @@ func (mc *ModernCall) park() ([]byte, error) {
 	ex.timer = time.AfterFunc(b.cfg.InputTTL, func() { b.expireExchange(handle, ex) })
 	b.exMu.Unlock()
 	b.stats.InputRequired.Add(1)
-	mc.parked, mc.inputRequired = true, true
-	mc.hold(true)
+	mc.state, mc.inputRequired = stateParked, true
+	mc.run.hold(true)
 	res := map[string]any{"resultType": "input_required", "inputRequests": r.requests, "requestState": handle}
 	msg := resultMessage(mc.id, res)
 	if mc.hints.serverInfo != nil {
-		msg = decorateResult(msg, resultHints{resultType: "input_required", serverInfo: mc.hints.serverInfo})
+		msg = decorateResult(scanned(msg), resultHints{resultType: "input_required", serverInfo: mc.hints.serverInfo})
 	}
-	return msg, nil
-}
-
-// hold parks (true) or resumes the call's request on its child: while its
-// client is being asked, its --request-timeout does not run, and the
-// notifications the child sends for it are dropped (none can reach a
-// client that is not listening).
-func (mc *ModernCall) hold(parked bool) {
-	u := mc.sess.up
-	u.mu.Lock()
-	if c := u.calls[mc.childID]; c != nil {
-		if parked {
-			u.pauseLocked(c)
-		} else {
-			u.rearmLocked(mc.childID, c)
-		}
-	}
-	u.mu.Unlock()
-	mc.st.mu.Lock()
-	mc.st.parked = parked
-	mc.st.mu.Unlock()
+	return msg
 }
 
 // newHandle makes a requestState handle: this replica's name and 128
@@ -304,61 +266,30 @@ func (b *Bridge) newHandle() string {
 // resume serves a retry: a modern request with requestState (and
 // inputResponses) for a call parked on a legacy child. The exchange is
 // checked and taken only if everything matches; else the retry gets
-// -32602 and the parked call is left as it was.
-func (b *Bridge) resume(ctx context.Context, mc *ModernCall, req ModernRequest) (*ModernCall, error) {
-	m := &req.Message
+// -32602 and the parked call is left as it was. The retry's call takes
+// the parked call's run over: its request on the child is the retry's
+// from now on.
+func (mc *ModernCall) resume(m *Message) error {
 	mc.noteTarget(m)
-	refuse := func(msg string) (*ModernCall, error) {
-		b.stats.InputRefused.Add(1)
-		mc.answer(errorResponse(mc.id, CodeInvalidParams, "Invalid params: "+msg, nil))
-		return mc, nil
+	ex, responses, why := mc.b.takeExchange(mc, m)
+	if why != "" {
+		mc.b.stats.InputRefused.Add(1)
+		mc.answer(errorResponse(mc.id, CodeInvalidParams, "Invalid params: "+why, nil))
+		return nil
 	}
-	var handle string
-	if rs := m.Param("requestState"); rs == nil || rs[0] != '"' || unquote(rs, &handle) != nil {
-		return refuse("inputResponses without the requestState of the input_required result they answer")
-	}
-	var responses map[string]json.RawMessage
-	if ir := m.Param("inputResponses"); ir != nil && (ir[0] != '{' || json.Unmarshal(ir, &responses) != nil) {
-		return refuse("inputResponses must be an object")
-	}
-	b.exMu.Lock()
-	ex := b.exchanges[handle]
-	switch {
-	case ex == nil:
-		b.exMu.Unlock()
-		if r := replicaOf(handle); r != "" && r != b.cfg.ReplicaID {
-			return refuse("requestState was issued by the bridge replica " + quoteVersion(r) + " and this is " + quoteVersion(b.cfg.ReplicaID) + "; route retries by the replica named in requestState")
-		}
-		return refuse("requestState is invalid, expired or already used; send the request again without it")
-	case ex.owner != mc.owner.Key || ex.method != mc.method || ex.target != mc.target || ex.args != mc.argsDigest():
-		b.exMu.Unlock()
-		return refuse("requestState does not belong to this request (principal, method, target and arguments must be those of the request it answers)")
-	}
-	for key, v := range responses {
-		if method, ok := ex.round.methods[key]; ok {
-			if why := invalidInput(method, v); why != "" {
-				b.exMu.Unlock()
-				return refuse("inputResponses[" + strconv.Quote(key) + "]: " + why)
-			}
-		}
-	}
-	delete(b.exchanges, handle)
-	ex.timer.Stop()
-	b.exMu.Unlock()
-
 	old := ex.call
-	old.pool.done()
-	mc.pool, mc.sess, mc.st, mc.lease, mc.childID, mc.keys = old.pool, old.sess, old.st, old.lease, old.childID, ex.keys
-	mc.missing, mc.missingMethod = old.missing, old.missingMethod
-	mc.exchange = ex.id
-	mc.rebind(m)
-	mc.hold(false)
-	mc.started = old.started
-	b.setRunning(mc, true)
+	old.unpool() // the retry holds a use of the pool of its own
+	mc.run, mc.exchange, mc.started = old.run, ex.id, old.started
+	mc.state = stateRunning
+	r := mc.run
+	if r.c != nil {
+		r.u.resume(r.c, m, levelIndex(mc.env.LogLevel))
+	}
+	r.hold(false)
 	left := newRound()
 	for key, xid := range ex.round.pending {
 		if v, ok := responses[key]; ok {
-			mc.reply(xid, v)
+			r.reply(xid, v)
 			continue
 		}
 		// "If the client fails to send all the information requested
@@ -367,30 +298,46 @@ func (b *Bridge) resume(ctx context.Context, mc *ModernCall, req ModernRequest) 
 		left.pending[key], left.requests[key], left.methods[key] = xid, ex.round.requests[key], ex.round.methods[key]
 	}
 	if len(left.pending) > 0 {
-		mc.round, mc.gatherEnd = left, time.Now()
+		r.round, r.gatherEnd = left, time.Now()
+		mc.state = stateGathering
 	}
-	return mc, nil
+	return nil
 }
 
-// rebind makes the retry m the owner of the parked call's request: its
-// id, progress token and log level.
-func (mc *ModernCall) rebind(m *Message) {
-	s := mc.sess
-	u := s.up
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	s.logLevel = levelIndex(mc.env.LogLevel)
-	c := u.calls[mc.childID]
-	if c == nil {
-		return // answered or failed meanwhile: its answer waits on the stream
+// takeExchange checks a retry m against the exchange its requestState
+// names and, if everything matches, takes the exchange out of the bridge
+// and returns it with the retry's answers; else why not, for the client.
+func (b *Bridge) takeExchange(mc *ModernCall, m *Message) (*exchange, map[string]json.RawMessage, string) {
+	var handle string
+	if rs := m.Param("requestState"); rs == nil || rs[0] != '"' || unquote(rs, &handle) != nil {
+		return nil, nil, "inputResponses without the requestState of the input_required result they answer"
 	}
-	delete(s.byClient, string(c.clientID))
-	c.clientID = bytes.Clone(mc.id)
-	s.byClient[string(c.clientID)] = mc.childID
-	c.token = nil
-	if tok := progressToken(m.Raw, m.f.params); tok != nil {
-		c.token = bytes.Clone(tok)
+	var responses map[string]json.RawMessage
+	if ir := m.Param("inputResponses"); ir != nil && (ir[0] != '{' || json.Unmarshal(ir, &responses) != nil) {
+		return nil, nil, "inputResponses must be an object"
 	}
+	b.exMu.Lock()
+	defer b.exMu.Unlock()
+	ex := b.exchanges[handle]
+	switch {
+	case ex == nil:
+		if r := replicaOf(handle); r != "" && r != b.cfg.ReplicaID {
+			return nil, nil, "requestState was issued by the bridge replica " + quoteVersion(r) + " and this is " + quoteVersion(b.cfg.ReplicaID) + "; route retries by the replica named in requestState"
+		}
+		return nil, nil, "requestState is invalid, expired or already used; send the request again without it"
+	case ex.owner != mc.owner.Key || ex.method != mc.method || ex.target != mc.target || ex.args != mc.argsDigest():
+		return nil, nil, "requestState does not belong to this request (principal, method, target and arguments must be those of the request it answers)"
+	}
+	for key, v := range responses {
+		if method, ok := ex.round.methods[key]; ok {
+			if why := invalidInput(method, v); why != "" {
+				return nil, nil, "inputResponses[" + strconv.Quote(key) + "]: " + why
+			}
+		}
+	}
+	delete(b.exchanges, handle)
+	ex.timer.Stop()
+	return ex, responses, ""
 }
 
 // expireExchange ends a call whose client did not retry within
@@ -414,12 +361,12 @@ func (b *Bridge) expireExchange(handle string, ex *exchange) {
 // failed, its request cancelled, its session ended, its lease stopped.
 func (mc *ModernCall) abandon(r *round, reason string) {
 	mc.answerUnasked(r, reason)
-	mc.cancel(reason)
-	mc.sess.end()
-	if mc.lease != nil {
-		mc.pool.release(mc.lease, mc.owner.Key, false)
+	mc.run.cancel(reason)
+	mc.run.end()
+	if mc.run.lease != nil {
+		mc.run.unlease(false)
 	}
-	mc.pool.done()
+	mc.unpool()
 }
 
 // closeExchanges abandons every parked call (Close).
@@ -471,4 +418,40 @@ func invalidInput(method string, v json.RawMessage) string {
 		}
 	}
 	return ""
+}
+
+// preemptParked ends the call parked longest of the principal that holds
+// the most leased children, running or parked, if that is at least two
+// more than owner holds (so taking one never leaves it with fewer than
+// owner will have), and returns the call's lease, which is being stopped;
+// nil if no principal holds that many. The call ends as an expired one
+// does: its child's questions declined, its request cancelled; its
+// client's retry finds nothing and is told to send the request again.
+func (b *Bridge) preemptParked(owner string) *upstream {
+	b.exMu.Lock()
+	var handle string
+	var pick *exchange
+	most := 0
+	for h, ex := range b.exchanges {
+		n := b.leasedBy[ex.owner]
+		if ex.call.run.lease == nil || n < b.leasedBy[owner]+2 {
+			continue
+		}
+		if pick == nil || n > most || (n == most && ex.expires.Before(pick.expires)) {
+			handle, pick, most = h, ex, n
+		}
+	}
+	if pick == nil {
+		b.exMu.Unlock()
+		return nil
+	}
+	delete(b.exchanges, handle)
+	pick.timer.Stop()
+	b.exMu.Unlock()
+	b.log.Info("a call waiting for its client's input was ended to give its process to another principal's (--max-children)",
+		"method", pick.method, "principal", pick.call.owner.Name, "its_leased_children", most)
+	lease := pick.call.run.lease
+	pick.call.abandon(pick.round, "its process was given to another principal's call (--max-children); send the request again")
+	b.stats.InputPreempted.Add(1)
+	return lease
 }

@@ -127,7 +127,7 @@ func (p *modernPool) fetchTools(ctx context.Context, u *upstream, era childEra) 
 			params["_meta"] = meta["_meta"]
 		}
 		raw, _ := json.Marshal(params)
-		res, err := u.ask(ctx, "tools/list", raw, u.b.requestBound())
+		res, err := u.ask(ctx, "tools/list", raw, p.b.requestBound())
 		if err != nil {
 			p.b.log.Debug("could not read the tool list for Mcp-Param headers", "err", err)
 			return
@@ -142,40 +142,6 @@ func (p *modernPool) fetchTools(ctx context.Context, u *upstream, era childEra) 
 		}
 		cursor = next.NextCursor
 	}
-}
-
-// ask sends the child a request of the bridge's own and returns its
-// result, or why there is none: the child's error, or its silence for d
-// (errNoReply), ctx's end (its error), the bridge's shutdown (ErrClosing),
-// or no child running (errRestarting).
-func (u *upstream) ask(ctx context.Context, method string, params []byte, d time.Duration) ([]byte, error) {
-	c := &call{answered: make(chan error, 1), keep: true}
-	u.mu.Lock()
-	child := u.child
-	if child == nil {
-		u.mu.Unlock()
-		return nil, errRestarting
-	}
-	line := u.ownRequestLocked(method, params, c)
-	id := u.nextID
-	u.mu.Unlock()
-	u.write(child, [][]byte{line})
-	t := time.NewTimer(d)
-	defer t.Stop()
-	var err error
-	select {
-	case err = <-c.answered:
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-t.C:
-		err = errNoReply
-	case <-u.b.shutdown:
-		err = ErrClosing
-	}
-	u.mu.Lock()
-	u.settleLocked(id)
-	u.mu.Unlock()
-	return c.result, err
 }
 
 // checkParamHeaders checks a tools/call's Mcp-Param-{Name} headers against

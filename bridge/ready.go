@@ -29,9 +29,7 @@ const readyPingTimeout = 2 * time.Second
 // breaker has tripped, or ErrCommandNotFound when the command's executable
 // does not resolve.
 func (b *Bridge) Ready() error {
-	b.mu.Lock()
-	n, shared := len(b.sessions), b.shared
-	b.mu.Unlock()
+	n, shared := b.census()
 	switch {
 	case b.phaseNow() != phaseOpen:
 		return ErrClosing
@@ -42,10 +40,7 @@ func (b *Bridge) Ready() error {
 		return err
 	}
 	if shared != nil {
-		shared.mu.Lock()
-		dead := shared.dead
-		shared.mu.Unlock()
-		if dead {
+		if dead, _ := shared.going(); dead {
 			return ErrSharedDown
 		}
 		// "The receiver MUST respond promptly": a shared child that does

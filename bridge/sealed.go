@@ -147,19 +147,19 @@ func (b *Bridge) spendState(id [16]byte, expires int64, now time.Time) bool {
 
 // relayState rewrites the requestState of a modern child's input_required
 // result, wrapped (wrapState).
-func (mc *ModernCall) relayState(msg []byte, f fields) []byte {
-	res := f.result.of(msg)
+func (mc *ModernCall) relayState(m *childMsg) *childMsg {
+	res := m.f.result.of(m.raw)
 	if !bytes.Contains(res, []byte(`"input_required"`)) {
-		return msg
+		return m
 	}
 	rs := member(res, "requestState")
 	var state string
 	if !rs.ok() || unquote(rs.of(res), &state) != nil {
-		return msg
+		return m
 	}
 	mc.inputRequired = true
 	w, _ := json.Marshal(mc.wrapState(state))
-	return splice(msg, f.result, splice(res, rs, w))
+	return m.replaced(span{m.f.result.start + rs.start, m.f.result.start + rs.end}, w)
 }
 
 // argsDigest is the digest of the call's arguments (digestArgs), made on

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -16,16 +14,18 @@ import (
 	"time"
 )
 
-// Session is one MCP session. Its state is guarded by its upstream's
-// mutex: in per-session mode the upstream is its own child, in shared mode
-// the child every session shares.
+// Session is one MCP session of the 2025 era: a party of its child
+// (party.go). Its state is guarded by its upstream's mutex: in
+// per-session mode the upstream is its own child, in shared mode the
+// child every session shares. Its partyState holds its logger, its owner
+// (the principal it belongs to: Owner.Key), whether it is closed, why it
+// is ending, and, on a shared child, the lowest log level it wants.
 type Session struct {
+	partyState
 	id        string
-	owner     string // the principal it belongs to: Owner.Key (Bridge.Initialize)
 	ownerName string // Owner.Name, for Snapshot
 	b         *Bridge
 	up        *upstream
-	log       *slog.Logger
 
 	version     string           // negotiated protocol version
 	byClient    map[string]int64 // client id (raw bytes) -> child-side id, in flight
@@ -37,25 +37,16 @@ type Session struct {
 	forgotten   map[int64]forgottenStream // streams dropped from known, by id
 	forgotOrder []int64                   // ids in forgotten, oldest first
 	sweepAt     int                       // len(known) at which to forget streams nothing can resume
-	closed      bool
-	endReason   string // why the session ended, for errors to requests still in flight
 	lastSeen    time.Time
 	created     time.Time
 	// What the session's client did, for the janitor to tell a client
 	// that has left from one that is only quiet (unreachableLocked).
-	heard     time.Time       // the client's last request, POST or stream
-	listened  bool            // the client opened a GET stream
-	spoke     bool            // the client sent something after notifications/initialized
-	getLeft   time.Time       // when the client of its last GET stream let go
-	ready     bool            // s.up is set; guarded by the bridge's mutex
-	logLevel  int             // shared mode: lowest level it wants (index in logLevels); -1: all
-	subs      map[string]bool // shared mode: resources it subscribed to
-	stateless bool            // one stateless HTTP request's session
-	// modern: a session of the bridge's own for one modern request
-	// (ModernCall), which takes only what relates to that request; or, a
-	// listen (listen set), only the notifications it asked for.
-	modern bool
-	listen *listenFilter
+	heard     time.Time // the client's last request, POST or stream
+	listened  bool      // the client opened a GET stream
+	spoke     bool      // the client sent something after notifications/initialized
+	getLeft   time.Time // when the client of its last GET stream let go
+	ready     bool      // s.up is set; guarded by the bridge's mutex
+	stateless bool      // one stateless HTTP request's session
 
 	// The event log: every event of the session's resumable streams that
 	// is still kept, oldest first (order[orderHead:], by stream; each
@@ -85,19 +76,17 @@ func levelIndex(l string) int {
 
 func newSession(b *Bridge, id string) *Session {
 	return &Session{
-		id:       id,
-		b:        b,
-		log:      b.log.With("session", id),
-		byClient: make(map[string]int64),
-		posts:    make(map[*Stream]bool),
-		known:    make(map[int64]*Stream),
-		sweepAt:  sweepMin,
-		lastSeen: b.cfg.Now(),
-		created:  b.cfg.Now(),
-		heard:    b.cfg.Now(),
-		logLevel: -1,
-		subs:     make(map[string]bool),
-		done:     make(chan struct{}),
+		partyState: partyState{log: b.log.With("session", id), logLevel: -1},
+		id:         id,
+		b:          b,
+		byClient:   make(map[string]int64),
+		posts:      make(map[*Stream]bool),
+		known:      make(map[int64]*Stream),
+		sweepAt:    sweepMin,
+		lastSeen:   b.cfg.Now(),
+		created:    b.cfg.Now(),
+		heard:      b.cfg.Now(),
+		done:       make(chan struct{}),
 	}
 }
 
@@ -237,87 +226,32 @@ func (s *Session) send(msgs []Message, init, jsonOnly bool) (*Stream, error) {
 		}
 	}
 	u := s.up
-	var st *Stream
-	out := make([][]byte, 0, len(msgs))
-
 	u.mu.Lock()
-	// A session with an endReason is on its way out (deleted, expired, its
-	// process gone for good) though end has not run yet: its requests in
-	// flight may already have their error, and a client that reads one and
-	// sends again must find the session gone, as it will a moment later,
-	// not told to retry a process that will never come back.
-	if s.closed || s.endReason != "" {
+	child, err := s.writableLocked(requests > 0)
+	if err != nil {
 		u.mu.Unlock()
-		return nil, ErrSessionNotFound
-	}
-	child := u.child
-	if child == nil {
-		u.mu.Unlock()
-		return nil, &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: "the MCP server is restarting; try again shortly"}
-	}
-	if child == u.unresponsive && requests > 0 {
-		// It is being stopped because it can no longer answer: a request
-		// now would only fail when it is gone, with its exit status
-		// rather than the reason.
-		why := u.unresponsiveWhy
-		u.mu.Unlock()
-		return nil, &Error{Kind: KindUnavailable, Code: CodeChildExited, Message: why + "; try again shortly"}
+		return nil, err
 	}
 	s.heardLocked()
 	if !init && !(len(msgs) == 1 && msgs[0].Method == methodInitialized) {
 		s.spoke = true
 	}
+	var st *Stream
 	if requests > 0 {
 		st = newStream(s, false, requests, jsonOnly)
 		st.init = init
 		s.posts[st] = true
 	}
+	out := make([][]byte, 0, len(msgs))
 	for i := range msgs {
-		m := &msgs[i]
-		switch m.Kind {
-		case Request:
-			cid := m.ID()
-			if _, dup := s.byClient[string(cid)]; dup {
-				// Two requests in flight with one id could not be told
-				// apart on the way back.
-				delete(s.posts, st)
-				u.mu.Unlock()
-				return nil, invalid(CodeInvalidRequest, "Invalid Request: a request with this id is already in flight", cid)
-			}
-			if u.shared && !s.forwardLocked(m, st) {
-				continue // answered by the bridge
-			}
-			c := &call{sess: s, clientID: bytes.Clone(cid), st: st, init: init}
-			out = append(out, u.register(c, m))
-			s.byClient[string(cid)] = u.nextID
-		case Notification:
-			switch {
-			case m.Method == methodCancelled:
-				if fwd := s.cancelLocked(m); fwd != nil {
-					out = append(out, fwd)
-				}
-			case m.Method == methodInitialized && u.shared:
-				// The shared child was initialized once, by the first
-				// session; it hears "initialized" once.
-				if !u.initSent {
-					u.initSent = true
-					out = append(out, m.Raw)
-				}
-			default:
-				out = append(out, m.Raw)
-			}
-		case Response:
-			// An answer to a request the child sent (sampling,
-			// elicitation, roots, ping): the child's own id space, so it
-			// goes through as it is, from the session it was sent to.
-			if u.shared {
-				if owner, ok := u.serverReqs[string(m.ID())]; !ok || (owner != s && !s.ephemeral()) {
-					s.log.Warn("dropped a response to a request the MCP server did not send to this session", "id", string(m.ID()))
-					continue
-				}
-				delete(u.serverReqs, string(m.ID()))
-			}
-			out = append(out, m.Raw)
+		line, err := s.lineLocked(&msgs[i], st, init)
+		if err != nil {
+			delete(s.posts, st)
+			u.mu.Unlock()
+			return nil, err
+		}
+		if line != nil {
+			out = append(out, line)
 		}
 	}
 	u.mu.Unlock()
@@ -325,88 +259,144 @@ func (s *Session) send(msgs []Message, init, jsonOnly bool) (*Stream, error) {
 	return st, nil
 }
 
+// writableLocked is the child the session's messages go to, or why they
+// cannot go.
+func (s *Session) writableLocked(requests bool) (child, error) {
+	if s.closed || s.endReason != "" {
+		// A session with an endReason is on its way out (deleted,
+		// expired, its process gone for good) though end has not run
+		// yet: its requests in flight may already have their error, and
+		// a client that reads one and sends again must find the session
+		// gone, as it will a moment later, not told to retry a process
+		// that will never come back.
+		return nil, ErrSessionNotFound
+	}
+	return s.up.childLocked(requests)
+}
+
+// lineLocked is what goes to the child for m, a message of the session's
+// client (nil: nothing), with st the stream of the POST's answers.
+func (s *Session) lineLocked(m *Message, st *Stream, init bool) ([]byte, error) {
+	switch m.Kind {
+	case Request:
+		return s.requestLocked(m, st, init)
+	case Notification:
+		return s.notificationLocked(m), nil
+	}
+	return s.responseLocked(m), nil
+}
+
+// requestLocked puts a request in flight on the child, under a child-side
+// id, and returns its line; nil when the bridge answered it itself.
+func (s *Session) requestLocked(m *Message, st *Stream, init bool) ([]byte, error) {
+	u := s.up
+	cid := m.ID()
+	if _, dup := s.byClient[string(cid)]; dup {
+		// Two requests in flight with one id could not be told apart on
+		// the way back.
+		return nil, invalid(CodeInvalidRequest, "Invalid Request: a request with this id is already in flight", cid)
+	}
+	if u.role.multiplexed() && !s.forwardLocked(m, st) {
+		return nil, nil // answered by the bridge
+	}
+	c := &call{party: s, clientID: bytes.Clone(cid), st: st, init: init}
+	line := u.register(c, m)
+	s.byClient[string(cid)] = c.id
+	return line, nil
+}
+
+// notificationLocked is the line of a client's notification: a
+// cancellation translated to the child's id, or dropped; initialized once
+// for a shared child.
+func (s *Session) notificationLocked(m *Message) []byte {
+	u := s.up
+	switch {
+	case m.Method == methodCancelled:
+		return s.cancelLocked(m)
+	case m.Method == methodInitialized && u.role.multiplexed():
+		// The shared child was initialized once, by the first session; it
+		// hears "initialized" once.
+		if u.mux.initSent {
+			return nil
+		}
+		u.mux.initSent = true
+	}
+	return m.Raw
+}
+
+// responseLocked is the line of an answer to a request the child sent
+// (sampling, elicitation, roots, ping): the child's own id space, so it
+// goes through as it is, from the session it was sent to (or, stateless,
+// from any).
+func (s *Session) responseLocked(m *Message) []byte {
+	u := s.up
+	if u.role.multiplexed() {
+		if owner, ok := u.mux.serverReqs[string(m.ID())]; !ok || (owner != party(s) && !s.ephemeral()) {
+			s.log.Warn("dropped a response to a request the MCP server did not send to this session", "id", string(m.ID()))
+			return nil
+		}
+		delete(u.mux.serverReqs, string(m.ID()))
+	}
+	return m.Raw
+}
+
 // forwardLocked handles, for a session on a shared child, the requests
 // that change state the child holds for everyone: subscriptions and the
 // log level. It reports whether m goes to the child; if not, the bridge
 // has answered it on st.
 func (s *Session) forwardLocked(m *Message, st *Stream) bool {
-	u := s.up
+	var forward bool
 	switch m.Method {
 	case "resources/subscribe", "resources/unsubscribe":
-		var p struct {
-			URI string `json:"uri"`
-		}
-		if json.Unmarshal(m.f.params.of(m.Raw), &p) != nil || p.URI == "" {
+		forward = s.subscriptionLocked(m)
+	case "logging/setLevel":
+		var level string
+		if unquote(m.Param("level"), &level) != nil || levelIndex(level) < 0 {
 			return true // let the child say what is wrong
 		}
-		if m.Method == "resources/subscribe" {
-			s.subs[p.URI] = true
-			first := len(u.subs[p.URI]) == 0
-			if u.subs[p.URI] == nil {
-				u.subs[p.URI] = make(map[*Session]bool)
-			}
-			u.subs[p.URI][s] = true
-			if first {
-				return true
-			}
-		} else {
-			delete(s.subs, p.URI)
-			delete(u.subs[p.URI], s)
-			if len(u.subs[p.URI]) == 0 {
-				delete(u.subs, p.URI)
-				return true
-			}
-		}
-	case "logging/setLevel":
-		var p struct {
-			Level string `json:"level"`
-		}
-		if json.Unmarshal(m.f.params.of(m.Raw), &p) != nil || levelIndex(p.Level) < 0 {
-			return true
-		}
-		s.logLevel = levelIndex(p.Level)
-		if lvl := u.childLevelLocked(); lvl != u.level {
-			u.level = lvl
-			return true
-		}
+		s.logLevel = levelIndex(level)
+		_, forward = s.up.relevelLocked()
 	default:
 		return true
 	}
-	s.answerLocked(&call{st: st}, []byte(`{"jsonrpc":"2.0","id":`+string(m.ID())+`,"result":{}}`))
-	return false
+	if !forward {
+		s.answerLocked(&call{st: st}, []byte(`{"jsonrpc":"2.0","id":`+string(m.ID())+`,"result":{}}`))
+	}
+	return forward
 }
 
-// childLevelLocked is the most verbose level any session asked for.
-func (u *upstream) childLevelLocked() string {
-	lowest := -1
-	for s := range u.sessions {
-		if s.logLevel >= 0 && (lowest < 0 || s.logLevel < lowest) {
-			lowest = s.logLevel
-		}
+// subscriptionLocked counts a resources/subscribe or unsubscribe onto the
+// shared child's, and reports whether the child is to hear it: the first
+// holder's subscribe, the last one's unsubscribe.
+func (s *Session) subscriptionLocked(m *Message) bool {
+	u := s.up
+	var uri string
+	if unquote(m.Param("uri"), &uri) != nil || uri == "" {
+		return true // let the child say what is wrong
 	}
-	if lowest < 0 {
-		return u.level
+	if m.Method == "resources/subscribe" {
+		return u.subscribeLocked(s, uri)
 	}
-	return logLevels[lowest]
+	return u.unsubscribeLocked(s, uri) || len(u.mux.subs[uri]) == 0
 }
 
 // wantsLog reports whether a log message with these params is at or above
 // the session's own level (shared mode; a session that set none gets all).
 func (s *Session) wantsLog(params []byte) bool {
-	if s.modern {
-		// "the server MUST NOT emit notifications/message for requests
-		// that didn't ask" (io.modelcontextprotocol/logLevel).
-		if s.logLevel < 0 || s.listen != nil {
-			return false
-		}
-	} else if !s.up.shared || s.logLevel < 0 {
+	if !s.up.role.multiplexed() || s.logLevel < 0 {
 		return true
 	}
-	var p struct {
-		Level string `json:"level"`
+	return atLevel(params, s.logLevel)
+}
+
+// atLevel reports whether a log message with these params is at or above
+// level (an index in logLevels).
+func atLevel(params []byte, level int) bool {
+	var l string
+	if params != nil && params[0] == '{' {
+		_ = unquote(member(params, "level").of(params), &l)
 	}
-	_ = json.Unmarshal(params, &p)
-	return levelIndex(p.Level) >= s.logLevel
+	return levelIndex(l) >= level
 }
 
 // cancelLocked handles the client's notifications/cancelled: the requestId
@@ -414,18 +404,17 @@ func (s *Session) wantsLog(params []byte) bool {
 // flight the notification is dropped ("the receiver MAY ignore" it), never
 // forwarded with an id that could name some other request of the child.
 func (s *Session) cancelLocked(m *Message) []byte {
-	p := m.f.params.of(m.Raw)
-	if p == nil || p[0] != '{' {
+	if p := m.params(); p == nil || p[0] != '{' {
 		return nil
 	}
-	rs := member(p, "requestId")
+	rs := m.paramAt("requestId")
 	if !rs.ok() {
-		if s.up.shared {
+		if s.up.role.multiplexed() {
 			return nil // a task cancellation cannot be attributed on a shared child
 		}
 		return m.Raw // 2025-11-25 allows cancelling tasks without one
 	}
-	childID, ok := s.byClient[string(rs.of(p))]
+	childID, ok := s.byClient[string(rs.of(m.Raw))]
 	if !ok {
 		return nil
 	}
@@ -436,12 +425,50 @@ func (s *Session) cancelLocked(m *Message) []byte {
 	// "The sender of the cancellation notification SHOULD ignore any
 	// response to the request that arrives afterward": the call is
 	// settled now, and its stream ends without a response.
-	s.up.settleLocked(childID)
-	s.doneLocked(c)
-	s.answerLocked(c, nil)
-	s.b.stats.RequestsCancelled.Add(1)
-	newParams := splice(p, rs, strconv.AppendInt(nil, childID, 10))
-	return splice(m.Raw, m.f.params, newParams)
+	s.up.dropLocked(c)
+	return splice(m.Raw, rs, strconv.AppendInt(nil, childID, 10))
+}
+
+// hearLocked takes a message of the child's that relates to no request:
+// on a child of its own, everything (the session is its only client);
+// on a shared child, what it wants of it (log messages at its level).
+func (s *Session) hearLocked(m *childMsg) {
+	switch {
+	case m.leased:
+		return // a leased child's news is for listens only
+	case !s.up.role.multiplexed():
+		s.touchLocked()
+	case m.method == methodLogMessage && !s.wantsLog(m.params()):
+		return
+	}
+	s.deliverLocked(m.keep())
+}
+
+// relatedLocked takes a request or log message of the child's while c,
+// one of the session's requests, is the only one in flight: it relates to
+// c, and goes on c's stream while a client reads it.
+func (s *Session) relatedLocked(c *call, m *childMsg) {
+	if m.method == methodLogMessage && !s.wantsLog(m.params()) {
+		return
+	}
+	s.touchLocked()
+	if c.st.canCarry() {
+		c.st.pushMarked(m.keep(), markOther, false)
+	} else {
+		s.deliverLocked(m.keep())
+	}
+}
+
+// progressLocked takes progress of c, one of the session's requests, with
+// the client's token in place: on c's stream while a client reads it or
+// may come back for it.
+func (s *Session) progressLocked(c *call, msg []byte) {
+	s.touchLocked()
+	if c.st.canKeep() {
+		c.st.pushMarked(msg, markOther, false)
+	} else {
+		s.deliverLocked(msg)
+	}
 }
 
 // deliverLocked puts a message that relates to no request on one stream:
@@ -450,26 +477,13 @@ func (s *Session) deliverLocked(msg []byte) {
 	if s.closed {
 		return
 	}
-	if s.modern {
-		// A modern request's stream carries only what relates to it; a
-		// listen's, what it asked for.
-		var method string
-		if f, err := scanFields(msg); err == nil {
-			_ = unquote(f.method.of(msg), &method)
-		}
-		if s.listen == nil || !s.listen.wants(method) || s.get == nil {
-			return
-		}
-		s.get.push(msg, false)
-		return
-	}
 	if s.get != nil && s.get.canCarry() {
-		s.get.push(msg, false)
+		s.get.pushMarked(msg, markOther, false)
 		return
 	}
 	for st := range s.posts {
 		if st.canCarry() {
-			st.push(msg, false)
+			st.pushMarked(msg, markOther, false)
 			return
 		}
 	}
@@ -483,10 +497,75 @@ func (s *Session) deliverLocked(msg []byte) {
 	s.queued += len(msg)
 }
 
+// takeAnswerLocked is the party's: the child's answer to c (nil: none, it
+// was cancelled).
+func (s *Session) takeAnswerLocked(c *call, m *childMsg) {
+	s.doneLocked(c)
+	var msg []byte
+	var mk mark
+	if m != nil {
+		if c.init {
+			s.initializedLocked(m)
+		}
+		msg, mk = m.raw, answerMark(m)
+	}
+	if s.closed {
+		return
+	}
+	s.answerMarkedLocked(c, msg, mk)
+}
+
+// initializedLocked records what the InitializeResult m negotiated.
+func (s *Session) initializedLocked(m *childMsg) {
+	res := m.f.result.of(m.raw)
+	if res != nil && res[0] == '{' {
+		_ = unquote(member(res, "protocolVersion").of(res), &s.version)
+	}
+	s.log.Info("session initialized", "protocol_version", s.version)
+	if res != nil && !s.up.role.multiplexed() {
+		s.b.starts.succeeded()
+	}
+}
+
+// takeFailureLocked is the party's: c fails with an error of the
+// bridge's, saying why the session is ending if it is. A session whose
+// initialize on a shared child failed ends with it: its client has no
+// session.
+func (s *Session) takeFailureLocked(c *call, code int, reason string, data any) bool {
+	r := cmp.Or(s.endReason, reason)
+	ends := c.init && s.up.role.multiplexed()
+	if ends {
+		s.endReason = "its initialize failed: " + r
+	}
+	s.touchLocked() // the session idles from now, not from its last message
+	s.doneLocked(c)
+	if !s.closed {
+		m := scanned(errorResponse(c.clientID, code, r, data))
+		s.answerMarkedLocked(c, m.raw, answerMark(m))
+	}
+	return ends
+}
+
+// takeRelatedLocked is the party's: what the child sends for c, one of
+// the session's requests, while it runs.
+func (s *Session) takeRelatedLocked(c *call, m *childMsg, rel relation) {
+	switch rel {
+	case relProgress:
+		s.progressLocked(c, m.raw)
+	case relNamed:
+		c.st.pushMarked(m.raw, markOther, false)
+	case relAsked:
+		s.relatedLocked(c, m)
+	}
+}
+
 // answerLocked puts the response to c (nil: none) on its stream, and
 // forgets the stream once every response it owes is there.
-func (s *Session) answerLocked(c *call, msg []byte) {
-	if c.st.push(msg, true) {
+func (s *Session) answerLocked(c *call, msg []byte) { s.answerMarkedLocked(c, msg, mark{}) }
+
+// answerMarkedLocked is answerLocked, with what the bridge read of msg.
+func (s *Session) answerMarkedLocked(c *call, msg []byte, mk mark) {
+	if c.st.pushMarked(msg, mk, true) {
 		delete(s.posts, c.st)
 	}
 }
@@ -545,7 +624,7 @@ func waitGone(gone, ended <-chan struct{}) bool {
 // session's GET stream.
 func (s *Session) unqueueLocked(st *Stream) {
 	for _, m := range s.queue {
-		st.push(m, false)
+		st.pushMarked(m, markOther, false)
 	}
 	s.queue, s.queued = nil, 0
 }
@@ -680,7 +759,9 @@ func (s *Session) detach(st *Stream, r uint64) {
 	var left [][]byte
 	switch {
 	case st.get:
-		left = st.msgs
+		for _, m := range st.msgs {
+			left = append(left, m.data)
+		}
 		st.msgs, st.pendingBytes = nil, 0
 	case st.resumable:
 		// Into the log, where the client finds them if it resumes, and
@@ -800,7 +881,7 @@ func (s *Session) failCallsLocked() [][]byte {
 	reason := cmp.Or(s.endReason, "the session ended")
 	var cancels [][]byte
 	for id, c := range u.calls {
-		if c.sess != s || c.init {
+		if c.party != party(s) || c.init {
 			continue
 		}
 		u.settleLocked(id)
@@ -826,7 +907,7 @@ func (s *Session) stop(ctx context.Context, reason string) {
 	}
 	s.up.mu.Unlock()
 	s.b.remove(s) // from now on its id is 404
-	if s.up.shared {
+	if s.up.role.multiplexed() {
 		s.end()
 		return
 	}
@@ -844,46 +925,10 @@ func (s *Session) end() {
 		s.b.remove(s)
 		u := s.up
 		u.mu.Lock()
-		s.closed = true
-		delete(u.sessions, s)
-		var lines [][]byte
-		if u.shared && !s.ephemeral() {
-			lines = s.failCallsLocked()
-		}
-		if u.shared {
-			for uri := range s.subs {
-				delete(u.subs[uri], s)
-				if len(u.subs[uri]) == 0 {
-					delete(u.subs, uri)
-					p, _ := json.Marshal(map[string]string{"uri": uri})
-					lines = append(lines, u.ownRequestLocked("resources/unsubscribe", p, nil))
-				}
-			}
-			if lvl := u.childLevelLocked(); lvl != u.level && s.logLevel >= 0 {
-				u.level = lvl
-				p, _ := json.Marshal(map[string]string{"level": lvl})
-				lines = append(lines, u.ownRequestLocked("logging/setLevel", p, nil))
-			}
-			for id, sess := range u.serverReqs {
-				if sess == s {
-					delete(u.serverReqs, id)
-				}
-			}
-		}
-		streams := make([]*Stream, 0, len(s.posts)+1)
-		for st := range s.posts {
-			streams = append(streams, st)
-		}
-		if s.get != nil {
-			streams = append(streams, s.get)
-		}
+		lines, streams, retire := s.endLocked()
 		child := u.child
 		reason := s.endReason
 		initialized := s.version != ""
-		retire := u.perIdentity && len(u.sessions) == 0 && !u.stopping
-		if retire {
-			u.stopping = true // no session joins a child on its way out
-		}
 		u.mu.Unlock()
 		if retire {
 			// Refused once the bridge is closed: Close stops u, which is
@@ -907,6 +952,33 @@ func (s *Session) end() {
 	})
 }
 
+// endLocked closes the session on its child: on a shared child its
+// requests are answered and cancelled (failCallsLocked) and what it held
+// there given back (leaveLocked). It returns the lines for the child, the
+// streams to finish, and whether the session was its principal's last on
+// a per-identity child, which then retires. Called with the upstream's
+// lock held.
+func (s *Session) endLocked() (lines [][]byte, streams []*Stream, retire bool) {
+	u := s.up
+	s.closed = true
+	if u.role.multiplexed() && !s.ephemeral() {
+		lines = s.failCallsLocked()
+	}
+	lines = append(lines, u.leaveLocked(s)...)
+	streams = make([]*Stream, 0, len(s.posts)+1)
+	for st := range s.posts {
+		streams = append(streams, st)
+	}
+	if s.get != nil {
+		streams = append(streams, s.get)
+	}
+	retire = u.role == roleIdentity && len(u.parties) == 0 && !u.stopping
+	if retire {
+		u.stopping = true // no session joins a child on its way out
+	}
+	return lines, streams, retire
+}
+
 func exitStatus(err error) string {
 	var ee *exec.ExitError
 	switch {
@@ -916,5 +988,48 @@ func exitStatus(err error) string {
 		return ee.ProcessState.String()
 	default:
 		return err.Error()
+	}
+}
+
+// snapshot describes the session, for Snapshot.
+func (s *Session) snapshot() SessionSnapshot {
+	u := s.up
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	ss := SessionSnapshot{ID: s.id, Principal: s.ownerName, Version: s.version, Created: s.created,
+		LastActivity: s.lastSeen, InFlight: len(s.byClient), StreamOpen: s.get != nil, owner: s.owner}
+	if at, gone := s.expiryLocked(); !at.IsZero() {
+		ss.Expires, ss.Unreachable = &at, gone
+	}
+	if u.child != nil {
+		ss.ChildPid = u.child.Pid()
+	}
+	return ss
+}
+
+// busy counts the session's requests in flight by method into methods,
+// and returns how many there are (Busy).
+func (s *Session) busy(methods map[string]int) int {
+	u := s.up
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	n := 0
+	for _, cid := range s.byClient {
+		if c := u.calls[cid]; c != nil {
+			methods[c.method]++
+			n++
+		}
+	}
+	return n
+}
+
+// drain ends the session's GET stream, if it has one, for Drain: its
+// client reconnects elsewhere.
+func (s *Session) drain() {
+	s.up.mu.Lock()
+	get := s.get
+	s.up.mu.Unlock()
+	if get != nil {
+		get.finish()
 	}
 }

@@ -109,80 +109,14 @@ type ChildSnapshot struct {
 
 // Snapshot returns the bridge's sessions (oldest first) and children.
 func (b *Bridge) Snapshot() Snapshot {
-	snap := Snapshot{Mode: b.cfg.Mode, Command: b.cfg.Command[0], Argv: RedactArgv(b.cfg.Command), Sessions: []SessionSnapshot{}, Modern: b.modernSnapshot(), Children: []ChildSnapshot{}, Sandbox: b.sandbox}
-	b.mu.Lock()
-	sessions := make([]*Session, 0, len(b.sessions))
-	for _, s := range b.sessions {
-		if s.ready {
-			sessions = append(sessions, s)
-		}
-	}
-	ups := b.multiplexedLocked()
-	shared := b.shared
-	b.mu.Unlock()
+	snap := Snapshot{Mode: b.cfg.Mode, Command: b.cfg.Command[0], Argv: RedactArgv(b.cfg.Command), Modern: b.modernSnapshot(), Sandbox: b.sandbox}
 	seen := map[*upstream]bool{}
-	for _, u := range ups {
-		seen[u] = true
-	}
-	for _, s := range sessions {
-		u := s.up
-		u.mu.Lock()
-		ss := SessionSnapshot{ID: s.id, Principal: s.ownerName, Version: s.version, Created: s.created,
-			LastActivity: s.lastSeen, InFlight: len(s.byClient), StreamOpen: s.get != nil, owner: s.owner}
-		if at, gone := s.expiryLocked(); !at.IsZero() {
-			ss.Expires, ss.Unreachable = &at, gone
-		}
-		if u.child != nil {
-			ss.ChildPid = u.child.Pid()
-		}
-		u.mu.Unlock()
-		snap.Sessions = append(snap.Sessions, ss)
-		if !seen[u] {
-			seen[u] = true
-			ups = append(ups, u)
-		}
-	}
-	for _, u := range ups {
-		if c, ok := u.snapshot(u == shared); ok {
-			snap.Children = append(snap.Children, c)
-		}
-	}
-	for _, pc := range b.poolChildren() {
-		if seen[pc.u] {
-			continue // the shared child: listed already
-		}
-		seen[pc.u] = true
-		if c, ok := pc.u.snapshot(pc.everyone); ok {
-			c.owners = pc.owners
-			snap.Children = append(snap.Children, c)
-		}
-	}
-	snap.Waiting = len(b.pool)
+	snap.Sessions, snap.Children = b.sessionSnapshots(seen)
+	snap.Children = append(snap.Children, b.poolSnapshots(seen)...)
+	snap.Waiting = b.WaitingChildren()
 	slices.SortFunc(snap.Sessions, func(a, b SessionSnapshot) int { return a.Created.Compare(b.Created) })
 	slices.SortFunc(snap.Children, func(a, b ChildSnapshot) int { return a.Started.Compare(b.Started) })
 	return snap
-}
-
-func (u *upstream) snapshot(everyone bool) (ChildSnapshot, bool) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.child == nil {
-		return ChildSnapshot{}, false
-	}
-	c := ChildSnapshot{Pid: u.child.Pid(), Started: u.started, Restarts: u.restarts,
-		Sessions: len(u.sessions), Identity: u.identityName, StderrTail: u.child.StderrTail(), everyone: everyone}
-	switch {
-	case everyone:
-	case u.perIdentity:
-		c.owners = []string{u.identity}
-	default:
-		for s := range u.sessions {
-			if !slices.Contains(c.owners, s.owner) {
-				c.owners = append(c.owners, s.owner)
-			}
-		}
-	}
-	return c, true
 }
 
 // For is what the principal whose key is owner may see of s: its own
@@ -230,109 +164,4 @@ type ModernCounts struct {
 	Parked  int `json:"parked"`  // calls waiting for their client's retry
 	Leased  int `json:"leased"`  // children leased to one call each
 	Listens int `json:"listens"` // open subscriptions/listen streams
-}
-
-// ModernSnapshot counts the modern era's parked calls, leased children
-// and listens.
-func (b *Bridge) ModernSnapshot() ModernCounts {
-	var m ModernCounts
-	b.exMu.Lock()
-	m.Parked = len(b.exchanges)
-	b.exMu.Unlock()
-	b.mu.Lock()
-	m.Listens = len(b.listens)
-	pools := make([]*modernPool, 0, len(b.pools))
-	for _, p := range b.pools {
-		pools = append(pools, p)
-	}
-	b.mu.Unlock()
-	for _, p := range pools {
-		p.mu.Lock()
-		m.Leased += len(p.leased)
-		p.mu.Unlock()
-	}
-	return m
-}
-
-// modernSnapshot lists the modern requests in progress, oldest first.
-func (b *Bridge) modernSnapshot() []ModernSnapshot {
-	out := []ModernSnapshot{}
-	b.mu.Lock()
-	calls := make([]*ModernCall, 0, len(b.running))
-	for mc := range b.running {
-		calls = append(calls, mc)
-	}
-	b.mu.Unlock()
-	for _, mc := range calls {
-		out = append(out, mc.snapshot(nil))
-	}
-	b.exMu.Lock()
-	parked := make([]*exchange, 0, len(b.exchanges))
-	for _, ex := range b.exchanges {
-		parked = append(parked, ex)
-	}
-	b.exMu.Unlock()
-	for _, ex := range parked {
-		out = append(out, ex.call.snapshot(ex))
-	}
-	slices.SortFunc(out, func(a, b ModernSnapshot) int { return a.Started.Compare(b.Started) })
-	return out
-}
-
-// snapshot describes the call; ex is its exchange if it is parked.
-func (mc *ModernCall) snapshot(ex *exchange) ModernSnapshot {
-	m := ModernSnapshot{Principal: mc.owner.Name, Method: mc.method, Target: mc.target, Started: mc.started,
-		State: ModernRunning, Leased: mc.lease != nil, owner: mc.owner.Key}
-	if mc.Listen() {
-		m.State = ModernListening
-	}
-	if ex != nil {
-		m.State = ModernWaiting
-		exp := ex.expires
-		m.Expires = &exp
-	}
-	if mc.sess != nil {
-		m.ChildPid = mc.sess.ChildPid()
-	}
-	return m
-}
-
-// poolChild is a child of a modern pool, for Snapshot.
-type poolChild struct {
-	u        *upstream
-	owners   []string // the principals it serves
-	everyone bool     // it serves every principal
-}
-
-// poolChildren lists the children of the modern pools: each pool's base,
-// which serves its partition, and its leases, each the principal's whose
-// call it serves or whose warm ones it is.
-func (b *Bridge) poolChildren() []poolChild {
-	b.mu.Lock()
-	pools := make([]*modernPool, 0, len(b.pools))
-	for _, p := range b.pools {
-		pools = append(pools, p)
-	}
-	b.mu.Unlock()
-	var out []poolChild
-	for _, p := range pools {
-		p.mu.Lock()
-		if p.base != nil {
-			if p.key == "" {
-				out = append(out, poolChild{u: p.base, everyone: true})
-			} else {
-				out = append(out, poolChild{u: p.base, owners: []string{p.key}})
-			}
-		}
-		for u, owner := range p.leased {
-			out = append(out, poolChild{u: u, owners: []string{owner}})
-		}
-		for owner, list := range p.idle {
-			for _, l := range list {
-				out = append(out, poolChild{u: l.u, owners: []string{owner}})
-			}
-		}
-		p.mu.Unlock()
-	}
-	return out
 }

@@ -102,7 +102,7 @@ func (sb *startBreaker) failedStart(now time.Time, status string) bool {
 // the server.
 func (s *Session) startEnded(reason string) {
 	b := s.b
-	if b.cfg.Mode != ModePerSession || s.stateless || s.modern {
+	if b.cfg.Mode != ModePerSession || s.stateless {
 		return
 	}
 	switch reason {

@@ -18,11 +18,11 @@ import (
 // which a client that lost the connection can have it again
 // (Session.Resume).
 //
-// A transport reads a Stream with one call, which keeps the calling order
-// in one place: Serve writes it as SSE; Collect gathers the responses for
-// one JSON body; Await, then TakeOnly or Serve, is the choice between the
-// two. Each of them lets go of the stream if the client leaves. Detach
-// lets go without reading; it may be called again, and after the others.
+// A transport reads a Stream as every Reader (reader.go): Pump writes it
+// as SSE; Collect gathers the responses for one JSON body; Await, then
+// TakeOnly or Pump, is the choice between the two. Each of them lets go
+// of the stream if the client leaves. Detach lets go without reading; it
+// may be called again, and after the others.
 type Stream struct {
 	sess *Session
 	id   int64 // unique within the bridge, so an id of one session names nothing in another
@@ -34,7 +34,7 @@ type Stream struct {
 	resumable bool
 
 	mu           sync.Mutex
-	msgs         [][]byte // pending: not yet numbered or taken by the transport
+	msgs         []waiting // not yet numbered or taken by the transport
 	pendingBytes int
 	want         int  // responses still owed (POST streams)
 	final        bool // nothing more will be appended
@@ -51,11 +51,10 @@ type Stream struct {
 	// put here; anything else is routed elsewhere.
 	jsonOnly bool
 	wake     chan struct{} // capacity 1: "something changed"
-	// parked: a modern call waits for its client's retry (MRTR); what
-	// the child sends for it meanwhile, but requests and its answer, is
-	// dropped.
-	parked bool
-	gone   chan struct{} // closed when the current client lets go (Detach)
+	gone     chan struct{} // closed when the current client lets go (Detach)
+	// first is the first client's read of the stream (read), made with
+	// it: the usual stream, read once, costs no allocation for it.
+	first streamReader
 
 	// Guarded by the session's logMu.
 	seq     int64       // number of the last event given an id; the priming event is 0
@@ -69,14 +68,74 @@ type Stream struct {
 type keptEvent struct {
 	n    int64
 	data []byte
+	mark mark
+}
+
+// waiting is a message of a stream that waits for its reader, with what
+// the bridge read of it.
+type waiting struct {
+	data []byte
+	mark mark
 }
 
 // Event is one SSE event: a message and its id ("" for none). The
-// priming event, which Serve emits first on a stream that primes, has an
-// ID and no Data (a message is never empty).
+// priming event, which Pump emits first on a source that primes, has an
+// ID and no Data (a message is never empty). What the bridge read of the
+// message on its way (Reply) goes with it, so that a transport need not
+// read it again.
 type Event struct {
 	ID   string
 	Data []byte
+	read uint8 // readUnknown, readOther or readReply
+	rep  Reply // with readReply
+}
+
+// What an Event says of its message.
+const (
+	readUnknown uint8 = iota // nothing: Reply reads the message
+	readOther                // no response
+	readReply                // a response: rep
+)
+
+// Reply is what answers a request in the event's message, if it is a
+// response: from what the bridge read of it on its way, or, when it did
+// not read it, from the message (ReplyOf).
+func (e Event) Reply() (Reply, bool) {
+	switch e.read {
+	case readOther:
+		return Reply{}, false
+	case readReply:
+		return e.rep, true
+	}
+	return ReplyOf(e.Data)
+}
+
+// mark is what the bridge read of a message a stream keeps: whether it is
+// a response, its id's place in it, and its error code, so that the event
+// it becomes carries its Reply. The zero mark says nothing.
+type mark struct {
+	read uint8 // as Event's
+	err  bool
+	code int32
+	id   [2]int32
+}
+
+// markOther marks a message that is no response.
+var markOther = mark{read: readOther}
+
+// markOf marks msg, a response whose id is at id, with the error code
+// code (0 for a result).
+func markOf(id span, errs bool, code int) mark {
+	return mark{read: readReply, err: errs, code: int32(code), id: [2]int32{int32(id.start), int32(id.end)}}
+}
+
+// event is the Event of msg, marked mk, with the event id id.
+func event(id string, msg []byte, mk mark) Event {
+	ev := Event{ID: id, Data: msg, read: mk.read}
+	if mk.read == readReply && int(mk.id[1]) <= len(msg) {
+		ev.rep = Reply{ID: msg[mk.id[0]:mk.id[1]], Error: mk.err, Code: int(mk.code)}
+	}
+	return ev
 }
 
 // newStream is called with the session's lock held.
@@ -143,15 +202,12 @@ const (
 // its reader takes them (if the client leaves they go back to the
 // session's queue, for whichever stream opens next), and a reader more
 // than the log's bounds behind is cut off too.
-func (st *Stream) push(msg []byte, response bool) bool {
+func (st *Stream) push(msg []byte, response bool) bool { return st.pushMarked(msg, mark{}, response) }
+
+// pushMarked is push, with what the bridge read of msg.
+func (st *Stream) pushMarked(msg []byte, mk mark, response bool) bool {
 	s := st.sess
 	st.mu.Lock()
-	if msg != nil && st.parked && !response {
-		if f, err := scanFields(msg); err == nil && !f.id.ok() {
-			s.b.stats.ParkedDrops.Add(1)
-			msg = nil
-		}
-	}
 	if msg != nil {
 		cfg := &s.b.cfg
 		logged := st.resumable && !st.get
@@ -167,10 +223,10 @@ func (st *Stream) push(msg []byte, response bool) bool {
 			// may go out as a plain JSON body.)
 			s.logMu.Lock()
 			st.spillLocked()
-			s.commitLocked(st, msg, false)
+			s.commitLocked(st, msg, mk, false)
 			s.logMu.Unlock()
 		default:
-			st.msgs = append(st.msgs, msg)
+			st.msgs = append(st.msgs, waiting{msg, mk})
 			st.pendingBytes += len(msg)
 			if !logged && (len(st.msgs) > cfg.EventLogEvents || st.pendingBytes > cfg.EventLogBytes) {
 				s.logMu.Lock()
@@ -195,7 +251,7 @@ func (st *Stream) push(msg []byte, response bool) bool {
 // with st.mu and the session's logMu held.
 func (st *Stream) spillLocked() {
 	for _, m := range st.msgs {
-		st.sess.commitLocked(st, m, false)
+		st.sess.commitLocked(st, m.data, m.mark, false)
 	}
 	st.clearLocked()
 }
@@ -267,21 +323,15 @@ func (st *Stream) wait(ctx context.Context, timeout <-chan time.Time) error {
 // it: wait takes the timer's one value, so a caller that must tell a
 // timeout from messages it then drops cannot read the channel after it.
 func (st *Stream) waitFired(ctx context.Context, timeout <-chan time.Time) (bool, error) {
-	for {
-		st.mu.Lock()
-		ready := len(st.msgs) > 0 || st.final
-		st.mu.Unlock()
-		if ready || st.unread() {
-			return false, nil
-		}
-		select {
-		case <-st.wake:
-		case <-timeout:
-			return true, nil
-		case <-ctx.Done():
-			return false, ctx.Err()
-		}
-	}
+	return waitWake(ctx, st.wake, timeout, st.ready)
+}
+
+// ready reports whether the stream has something to take or is final.
+func (st *Stream) ready() bool {
+	st.mu.Lock()
+	ready := len(st.msgs) > 0 || st.final
+	st.mu.Unlock()
+	return ready || st.unread()
 }
 
 // unread reports whether the log holds events the current client has not
@@ -306,17 +356,28 @@ func (st *Stream) unreadLocked() []keptEvent {
 
 // take takes what the client is to get now, appending it to buf, and
 // reports whether the stream is complete (final and drained). What take
-// returns gets no event id: it is for a client that takes one JSON body,
-// or a transport without resumption.
+// returns gets no event id: it is for a client that takes one JSON body.
 func (st *Stream) take(buf [][]byte) ([][]byte, bool) {
+	evs, final := st.takeEvents(nil)
+	for _, ev := range evs {
+		buf = append(buf, ev.Data)
+	}
+	return buf, final
+}
+
+// takeEvents is take, for a Reader: the messages with what the bridge
+// read of them.
+func (st *Stream) takeEvents(buf []Event) ([]Event, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.sess.logMu.Lock()
 	for _, k := range st.unreadLocked() {
-		buf = append(buf, k.data)
+		buf = append(buf, event("", k.data, k.mark))
 	}
 	st.sess.logMu.Unlock()
-	buf = append(buf, st.msgs...)
+	for _, m := range st.msgs {
+		buf = append(buf, event("", m.data, m.mark))
+	}
 	st.clearLocked()
 	if st.final {
 		st.letGoLocked()
@@ -328,15 +389,21 @@ func (st *Stream) take(buf [][]byte) ([][]byte, bool) {
 // with it: a response that can go out as a plain JSON body. Otherwise it
 // takes nothing.
 func (st *Stream) TakeOnly() ([]byte, bool) {
+	ev, ok := st.takeOnly()
+	return ev.Data, ok
+}
+
+// takeOnly is TakeOnly, for a Reader.
+func (st *Stream) takeOnly() (Event, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if !st.final || len(st.msgs) != 1 || st.unread() {
-		return nil, false
+		return Event{}, false
 	}
-	m := st.msgs[0]
+	ev := event("", st.msgs[0].data, st.msgs[0].mark)
 	st.clearLocked()
 	st.letGoLocked()
-	return m, true
+	return ev, true
 }
 
 // letGoLocked records that the stream's client has stopped reading it,
@@ -366,7 +433,12 @@ func (st *Stream) clearLocked() {
 // stream is complete. A client that has lost events, which aged out of the
 // log before it read them, gets ErrStreamBehind: the transport drops the
 // connection, and the client's resume is told what happened.
-func (st *Stream) next(buf []Event) ([]Event, bool, error) {
+func (st *Stream) next(buf []Event) ([]Event, bool, error) { return st.events(buf, false) }
+
+// events is next; plain is for a transport without event ids or
+// resumption (the 2024-11-05 HTTP+SSE transport): the events get no ids,
+// and the pending messages do not go to the log.
+func (st *Stream) events(buf []Event, plain bool) ([]Event, bool, error) {
 	s := st.sess
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -377,15 +449,19 @@ func (st *Stream) next(buf []Event) ([]Event, bool, error) {
 		return buf, false, ErrStreamBehind
 	}
 	for _, k := range st.unreadLocked() {
-		buf = append(buf, Event{ID: st.eventID(k.n), Data: k.data})
+		ev := event("", k.data, k.mark)
+		if !plain {
+			ev.ID = st.eventID(k.n)
+		}
+		buf = append(buf, ev)
 	}
 	for i, m := range st.msgs {
-		id := ""
-		if st.resumable {
-			id = st.eventID(s.commitLocked(st, m, true))
+		ev := event("", m.data, m.mark)
+		if st.resumable && !plain {
+			ev.ID = st.eventID(s.commitLocked(st, m.data, m.mark, true))
 		}
-		buf = append(buf, Event{ID: id, Data: m})
-		st.msgs[i] = nil
+		buf = append(buf, ev)
+		st.msgs[i] = waiting{}
 	}
 	s.logMu.Unlock()
 	st.clearLocked()
@@ -423,138 +499,24 @@ func (st *Stream) release(r uint64) {
 	st.sess.detach(st, r)
 }
 
-// ServeOptions say how a transport frames a stream for Serve.
-type ServeOptions struct {
-	// KeepAlive, when positive, is how long the stream may be quiet
-	// before Serve emits an empty batch, which the transport writes as a
-	// keep-alive. Zero: no keep-alives.
-	KeepAlive time.Duration
-	// MaxDuration, when positive, ends the stream's connection after that
-	// long without ending the stream, on a stream that primes (2025-11-25:
-	// "the server MAY close the connection without terminating the SSE
-	// stream"): the client reconnects after the priming event's retry,
-	// with Last-Event-ID, and gets the rest.
-	MaxDuration time.Duration
-	// Cut drops the transport's connection, from another goroutine, when
-	// its client falls so far behind that events it has not read age out
-	// of the session's log (see push). It must not block or call back into
-	// the bridge. Nil: the connection is never cut; the client still
-	// learns what it lost when it resumes.
-	Cut func()
-	// Plain is for a transport without event ids or resumption (the
-	// 2024-11-05 HTTP+SSE transport): no priming event, and events get no
-	// ids, so a GET stream's messages do not go to the log either.
-	Plain bool
-}
-
-// Serve writes the stream to its client through emit until the stream is
-// complete (nil), ctx ends, emit fails, or the client falls so far behind
-// that events it had not read aged out (ErrStreamBehind). It is the one
-// place where the calling order of a stream is written down:
-//
-//  1. On a stream that primes, the priming event, emitted on its own and
-//     before the reader is registered: a burst that outran it could
-//     otherwise cut the connection before the client had an id to resume
-//     from. It is an Event with an ID and no Data.
-//  2. The reader is registered with its Cut.
-//  3. Events, in batches as they come; an empty batch after KeepAlive of
-//     quiet; MaxDuration ends the connection.
-//
-// emit writes one batch and pushes it to the client (an SSE event held in a
-// buffer is an event late); Serve does not keep the events after it
-// returns. Whatever ends Serve but the stream's completion lets go of the
-// reader (Detach): the responses still owed stay with the session.
+// Serve writes the stream to its client through emit, as Pump does, and
+// lets go of the reader when it is done, whatever ended it: the
+// responses still owed stay with the session.
 func (st *Stream) Serve(ctx context.Context, o ServeOptions, emit func([]Event) error) error {
-	defer st.release(st.attachment())
-	primes := !o.Plain && st.primes()
-	if primes {
-		if err := emit([]Event{{ID: st.primeID()}}); err != nil {
-			return err
-		}
-	}
-	st.setCut(o.Cut)
-	var tick <-chan time.Time
-	if o.KeepAlive > 0 {
-		t := time.NewTicker(o.KeepAlive)
-		defer t.Stop()
-		tick = t.C
-	}
-	wait := ctx
-	if primes && o.MaxDuration > 0 {
-		var cancel context.CancelFunc
-		wait, cancel = context.WithTimeout(ctx, o.MaxDuration)
-		defer cancel()
-	}
-	var evs []Event
-	for first := true; ; first = false {
-		var final bool
-		var err error
-		if o.Plain {
-			evs, final, err = st.nextPlain(evs[:0])
-		} else {
-			evs, final, err = st.next(evs[:0])
-		}
-		if err != nil {
-			return err
-		}
-		// wait returns with nothing to take only when the ticker fired:
-		// an empty batch then is a keep-alive.
-		if len(evs) > 0 || !first && !final {
-			err := emit(evs)
-			clear(evs) // a big message is not held until the next batch
-			if err != nil {
-				return err
-			}
-		}
-		if final {
-			return nil
-		}
-		if err := st.wait(wait, tick); err != nil {
-			return err
-		}
-	}
-}
-
-// nextPlain is next for a transport without event ids: what take takes,
-// as events without ids, after the same check as next's that the client
-// has lost nothing.
-func (st *Stream) nextPlain(buf []Event) ([]Event, bool, error) {
-	s := st.sess
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	s.logMu.Lock()
-	if st.behind || st.cursor <= st.evicted {
-		st.behind = true
-		s.logMu.Unlock()
-		return buf, false, ErrStreamBehind
-	}
-	for _, k := range st.unreadLocked() {
-		buf = append(buf, Event{Data: k.data})
-	}
-	s.logMu.Unlock()
-	for _, m := range st.msgs {
-		buf = append(buf, Event{Data: m})
-	}
-	st.clearLocked()
-	if st.final {
-		st.letGoLocked()
-	}
-	return buf, st.final, nil
+	x := st.read()
+	defer x.Close()
+	return Pump(ctx, x, o, emit)
 }
 
 // Collect gathers every response the stream owes, appended to buf, for a
 // client that takes one JSON body. If ctx ends first it lets go of the
 // reader and returns ctx's error: the responses stay with the session.
 func (st *Stream) Collect(ctx context.Context, buf [][]byte) ([][]byte, error) {
-	r := st.attachment()
-	for final := false; !final; {
-		if err := st.wait(ctx, nil); err != nil {
-			st.release(r)
-			return buf, err
-		}
-		buf, final = st.take(buf)
+	evs, err := st.read().Collect(ctx, nil)
+	for _, ev := range evs {
+		buf = append(buf, ev.Data)
 	}
-	return buf, nil
+	return buf, err
 }
 
 // Await waits up to d (d <= 0: for as long as it takes) for the stream's
@@ -562,18 +524,7 @@ func (st *Stream) Collect(ctx context.Context, buf [][]byte) ([][]byte, error) {
 // to answer: TakeOnly for a plain JSON body, else Serve. If ctx ends
 // first it lets go of the reader and returns ctx's error.
 func (st *Stream) Await(ctx context.Context, d time.Duration) error {
-	r := st.attachment()
-	var timeout <-chan time.Time
-	if d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		timeout = t.C
-	}
-	if err := st.wait(ctx, timeout); err != nil {
-		st.release(r)
-		return err
-	}
-	return nil
+	return st.read().Await(ctx, d)
 }
 
 // ID is the stream's id, the part of its event ids before "_".
@@ -584,12 +535,12 @@ func (st *Stream) ID() int64 { return st.id }
 // log's bounds. delivered says the current client is taking it now. A
 // client whose unread event ages out is cut off. Called with s.logMu
 // held.
-func (s *Session) commitLocked(st *Stream, msg []byte, delivered bool) int64 {
+func (s *Session) commitLocked(st *Stream, msg []byte, mk mark, delivered bool) int64 {
 	st.seq++
 	if delivered {
 		st.cursor = st.seq + 1
 	}
-	st.kept = append(st.kept, keptEvent{n: st.seq, data: msg})
+	st.kept = append(st.kept, keptEvent{n: st.seq, data: msg, mark: mk})
 	s.order = append(s.order, st)
 	s.logEvents++
 	s.logBytes += len(msg)

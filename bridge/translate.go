@@ -38,32 +38,16 @@ type resultHints struct {
 	forceScope bool
 }
 
-// decorateResult returns the response msg (a JSON-RPC response with a
+// decorateResult returns the response m (a JSON-RPC response with a
 // result) with h's members added to its result. A message that is not
 // such a response is returned as it is.
-func decorateResult(msg []byte, h resultHints) []byte {
-	f, err := scanFields(msg)
-	if err != nil || !f.result.ok() {
-		return msg
-	}
+func decorateResult(m *childMsg, h resultHints) []byte {
+	msg, f := m.raw, m.f
 	res := f.result.of(msg)
 	if len(res) == 0 || res[0] != '{' {
 		return msg
 	}
-	var has struct{ resultType, ttl, scope, meta, serverInfo bool }
-	_ = eachMember(res, func(k []byte, v span) {
-		switch string(k) {
-		case "resultType":
-			has.resultType = true
-		case "ttlMs":
-			has.ttl = true
-		case "cacheScope":
-			has.scope = true
-		case "_meta":
-			has.meta = res[v.start] == '{'
-			has.serverInfo = has.meta && member(v.of(res), metaServerInfo).ok()
-		}
-	})
+	has := membersOf(res)
 	out := res
 	var add []byte
 	if h.serverInfo != nil && !has.serverInfo {
@@ -78,6 +62,42 @@ func decorateResult(msg []byte, h resultHints) []byte {
 	if h.forceScope && has.scope {
 		out = splice(out, member(out, "cacheScope"), strconv.AppendQuote(nil, h.scope))
 	}
+	add = h.missing(add, has)
+	if len(add) > 0 {
+		// New members go first, so the result's own come after them.
+		out = openObject(out, add)
+	}
+	if bytes.Equal(out, res) {
+		return msg
+	}
+	return splice(msg, f.result, out)
+}
+
+// hinted is which of the members decorateResult adds a result has.
+type hinted struct{ resultType, ttl, scope, meta, serverInfo bool }
+
+// membersOf reads which of them res, a result object, has.
+func membersOf(res []byte) hinted {
+	var has hinted
+	_ = eachMember(res, func(k []byte, v span) {
+		switch string(k) {
+		case "resultType":
+			has.resultType = true
+		case "ttlMs":
+			has.ttl = true
+		case "cacheScope":
+			has.scope = true
+		case "_meta":
+			has.meta = res[v.start] == '{'
+			has.serverInfo = has.meta && member(v.of(res), metaServerInfo).ok()
+		}
+	})
+	return has
+}
+
+// missing appends to add the hints a result that has what has says
+// lacks: its resultType, and the caching hints of a cacheable one.
+func (h resultHints) missing(add []byte, has hinted) []byte {
 	if !has.resultType {
 		add = appendMember(add, `"resultType":`+strconv.Quote(h.resultType))
 	}
@@ -87,14 +107,7 @@ func decorateResult(msg []byte, h resultHints) []byte {
 	if h.cache && !has.scope {
 		add = appendMember(add, `"cacheScope":`+strconv.Quote(h.scope))
 	}
-	if len(add) > 0 {
-		// New members go first, so the result's own come after them.
-		out = openObject(out, add)
-	}
-	if bytes.Equal(out, res) {
-		return msg
-	}
-	return splice(msg, f.result, out)
+	return add
 }
 
 // openObject returns the object obj with the members in front of its own.
@@ -126,9 +139,9 @@ const (
 // reserves (-32020 to -32099), which means something else there, becomes
 // -32603 with the child's code in data.childCode. It reports the code the
 // client gets.
-func translateError(msg []byte) ([]byte, int) {
-	f, err := scanFields(msg)
-	if err != nil || !f.error.ok() {
+func translateError(m *childMsg) ([]byte, int) {
+	msg, f := m.raw, m.f
+	if !f.error.ok() {
 		return msg, 0
 	}
 	e := f.error.of(msg)
@@ -270,4 +283,36 @@ func resultMessage(id []byte, result any) []byte {
 		return errorResponse(id, CodeInternalError, "mcp-bridge: cannot encode a result", nil)
 	}
 	return b
+}
+
+// discoverResult is server/discover for a legacy child, from its
+// InitializeResult: what it can do, said the 2026-07-28 way.
+func discoverResult(u *upstream, id []byte, scope string) []byte {
+	var r struct {
+		Capabilities map[string]json.RawMessage `json:"capabilities"`
+		ServerInfo   json.RawMessage            `json:"serverInfo"`
+		Instructions string                     `json:"instructions"`
+	}
+	_ = json.Unmarshal(u.initResult(), &r)
+	caps := r.Capabilities
+	if caps == nil {
+		caps = map[string]json.RawMessage{}
+	}
+	// Tasks are an extension in 2026-07-28, negotiated apart; a legacy
+	// child's are not served to modern clients.
+	delete(caps, "tasks")
+	out := map[string]any{
+		"resultType":        "complete",
+		"supportedVersions": ModernVersions,
+		"capabilities":      caps,
+		"ttlMs":             0,
+		"cacheScope":        scope,
+	}
+	if len(r.ServerInfo) > 0 {
+		out["_meta"] = map[string]json.RawMessage{metaServerInfo: r.ServerInfo}
+	}
+	if r.Instructions != "" {
+		out["instructions"] = r.Instructions
+	}
+	return resultMessage(id, out)
 }

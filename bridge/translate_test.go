@@ -54,7 +54,7 @@ func TestDecorateResult(t *testing.T) {
 			`{"jsonrpc":"2.0","id":6,"error":{"code":-32601,"message":"no"}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			jsonEqual(t, decorateResult([]byte(tc.in), tc.h), tc.want)
+			jsonEqual(t, decorateResult(scanned([]byte(tc.in)), tc.h), tc.want)
 		})
 	}
 }
@@ -74,7 +74,7 @@ func TestTranslateError(t *testing.T) {
 			`{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"x"}}`, CodeMethodNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, code := translateError([]byte(tc.in))
+			got, code := translateError(scanned([]byte(tc.in)))
 			jsonEqual(t, got, tc.want)
 			if code != tc.code {
 				t.Errorf("code %d, want %d", code, tc.code)

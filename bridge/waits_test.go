@@ -227,12 +227,11 @@ func join(ctx context.Context, t *testing.T, b *Bridge, stateless bool) (*Sessio
 	return s, r, err
 }
 
-// TestSharedFirstStartFails (issue point 1): a shared child whose first
-// start dies on the first initialize and whose restart works. The first
-// initialize fails; the next one, sent while the child restarts, waits
-// for the restarted child's initialization and succeeds, and calls work.
-// Before, it waited for good: the restart's own initialize was not one
-// the wait heard of.
+// TestSharedFirstStartFails: a shared child whose first start dies on the
+// first initialize and whose restart works. The first initialize fails; the
+// next one, sent while the child restarts, waits for the restarted child's
+// initialization and succeeds, and calls work. Before, it waited for good:
+// the restart's own initialize was not one the wait heard of.
 func TestSharedFirstStartFails(t *testing.T) { forPeers(t, testSharedFirstStartFails) }
 
 func testSharedFirstStartFails(t *testing.T, p peer) {
@@ -254,7 +253,12 @@ func testSharedFirstStartFails(t *testing.T, p peer) {
 			case !stateless && (err != nil || r.Error == nil || r.Error.Code != CodeChildExited):
 				t.Fatalf("first initialize: %v %+v, want a -32005 answer", err, r)
 			}
-			if s != nil {
+			switch {
+			case s != nil && stateless:
+				// Answered by the restarted child: a stateless request's
+				// session lives until its request is done.
+				s.Close()
+			case s != nil:
 				until(t, "the failed session ended", func() bool { return s.isClosed() })
 			}
 
@@ -272,11 +276,11 @@ func testSharedFirstStartFails(t *testing.T, p peer) {
 	}
 }
 
-// TestCrashLoopEndsWaits (issue point 2): a shared child that exits at
-// every start. Sessions and stateless requests that arrive together, and
-// wait for its initialization, each get an error as the initialization
-// they wait for fails; none waits until shutdown. Once the crash-loop
-// breaker trips, new ones are refused at once.
+// TestCrashLoopEndsWaits: a shared child that exits at every start.
+// Sessions and stateless requests that arrive together, and wait for its
+// initialization, each get an error as the initialization they wait for
+// fails; none waits until shutdown. Once the crash-loop breaker trips, new
+// ones are refused at once.
 func TestCrashLoopEndsWaits(t *testing.T) { forPeers(t, testCrashLoopEndsWaits) }
 
 func testCrashLoopEndsWaits(t *testing.T, p peer) {
@@ -326,11 +330,10 @@ func testCrashLoopEndsWaits(t *testing.T, p peer) {
 	}
 }
 
-// TestStdoutClosed (issue point 3): a child that closes its stdout and
-// runs on. The call in flight and the one that closed it fail at once
-// with -32005 and the stderr tail; it is logged and the child is stopped.
-// Per session the session ends; a shared child is restarted and its
-// sessions go on.
+// TestStdoutClosed: a child that closes its stdout and runs on. The call in
+// flight and the one that closed it fail at once with -32005 and the stderr
+// tail; it is logged and the child is stopped. Per session the session
+// ends; a shared child is restarted and its sessions go on.
 func TestStdoutClosed(t *testing.T) { forPeers(t, testStdoutClosed) }
 
 func testStdoutClosed(t *testing.T, p peer) {
@@ -376,10 +379,9 @@ func testStdoutClosed(t *testing.T, p peer) {
 	}
 }
 
-// TestRequestTimeout (issue point 4): a call the child never answers gets
-// a JSON-RPC error naming --request-timeout, the child gets
-// notifications/cancelled with its own id for it, and the session, idle
-// from then on, expires.
+// TestRequestTimeout: a call the child never answers gets a JSON-RPC error
+// naming --request-timeout, the child gets notifications/cancelled with its
+// own id for it, and the session, idle from then on, expires.
 func TestRequestTimeout(t *testing.T) { forPeers(t, testRequestTimeout) }
 
 func testRequestTimeout(t *testing.T, p peer) {
@@ -423,11 +425,11 @@ func testRequestTimeout(t *testing.T, p peer) {
 	})
 }
 
-// TestInitTimeout (issue point 4): a child that never answers initialize.
-// The client gets a JSON-RPC error naming --init-timeout, its session
-// ends and the process is stopped; on a shared child, the sessions and
-// stateless requests waiting for the initialization get the error too,
-// and the child is restarted by the restart policy.
+// TestInitTimeout: a child that never answers initialize. The client gets a
+// JSON-RPC error naming --init-timeout, its session ends and the process is
+// stopped; on a shared child, the sessions and stateless requests waiting
+// for the initialization get the error too, and the child is restarted by
+// the restart policy.
 func TestInitTimeout(t *testing.T) { forPeers(t, testInitTimeout) }
 
 func testInitTimeout(t *testing.T, p peer) {
@@ -551,8 +553,8 @@ func testSharedSessionEnds(t *testing.T, p peer) {
 	}
 }
 
-// TestLateProgress (issue point 13): progress after its request's answer
-// is dropped, logged at debug with the child's id, and counted.
+// TestLateProgress: progress after its request's answer is dropped, logged
+// at debug with the child's id, and counted.
 func TestLateProgress(t *testing.T) { forPeers(t, testLateProgress) }
 
 func testLateProgress(t *testing.T, p peer) {

@@ -140,7 +140,8 @@ func (e *env) initializeAs(h map[string]string) string {
 	return sid
 }
 
-// TestAttacks is the attack table of issue 4: every row is refused with
+// TestAttacks is the attack table of authentication (missing, forged,
+// expired, foreign and misplaced credentials): every row is refused with
 // its status and challenge, and neither the response nor the bridge's log
 // shows a credential.
 func TestAttacks(t *testing.T) {

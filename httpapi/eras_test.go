@@ -1,8 +1,8 @@
 package httpapi_test
 
-// Issue 12: "2025 sessions and modern requests mixed on one bridge and one
-// shared child under load. Every answer arrives exactly once, on the right
-// request." Go SDK sessions pinned to 2025-11-25, go-sdk clients speaking
+// The two eras on one bridge and one shared child under load: every
+// answer arrives exactly once, on the right request, whichever era asked.
+// Go SDK sessions pinned to 2025-11-25, go-sdk clients speaking
 // 2026-07-28, and raw 2026-07-28 POSTs that all use the same JSON-RPC id
 // and the same progress token call the shared badchild at once, each call
 // with a payload of its own, while raw 2026-07-28 clients that declare

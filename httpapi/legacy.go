@@ -36,12 +36,13 @@ import (
 //
 // Inside, a legacy session is an ordinary bridge session whose streams are
 // all read by the same connection: each POST's Stream and the session's
-// GET Stream are drained by a pump goroutine (Stream.Serve, without event
+// GET Stream are drained by a pump goroutine (bridge.Pump, without event
 // ids) into the conn, whose GET handler is the one writer of the SSE
-// response. A pump hands over one message at a time on an unbuffered
-// channel, so what a slow client has not read stays in the bridge's
-// Streams (and a pump's last batch), exactly as for a slow Streamable
-// client: the conn adds no buffer of its own.
+// response: it reads the conn as a source of its own with the same loop.
+// A pump hands over one message at a time on an unbuffered channel, so
+// what a slow client has not read stays in the bridge's Streams (and a
+// pump's last batch), exactly as for a slow Streamable client: the conn
+// adds no buffer of its own.
 
 // legacyInitTimeout closes a stream that still has no session this long
 // after it opened. Clients send initialize as soon as they have the
@@ -119,7 +120,15 @@ type legacyConn struct {
 	mu           sync.Mutex
 	closed       bool // no more POSTs: the stream is going
 	initializing bool
-	sess         *bridge.Session
+	sess         bridge.Conn
+
+	// The writer's own, as it reads the conn (Next): when it gives up on
+	// an initialize, the session's end it has yet to see, and the pumps
+	// it waits for once the session has ended.
+	log     *slog.Logger
+	noInit  <-chan time.Time
+	waitEnd <-chan struct{}
+	drained chan struct{}
 
 	posts sync.WaitGroup // POSTs being handled
 	pumps sync.WaitGroup // pump and inject goroutines
@@ -151,19 +160,19 @@ func (c *legacyConn) close() {
 	c.posts.Wait()
 }
 
-func (c *legacyConn) session() *bridge.Session {
+func (c *legacyConn) session() bridge.Conn {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.sess
 }
 
-// pump moves the messages of st, each through out, to the writer until st
-// is complete or the client has left (then st is detached: its requests go
-// on, their answers stay with the session, which is about to end). For the
-// session's GET stream, its end is the session's end. out.rec, if set, is
-// the record of the POST that st answers: the pump finishes it. The caller
-// is inside enter/leave.
-func (c *legacyConn) pump(st *bridge.Stream, out outbound, get bool) {
+// pump moves the messages of rd, each through out, to the writer until
+// rd is complete or the client has left (then rd is let go of: its
+// requests go on, their answers stay with the session, which is about to
+// end). For the session's GET stream, its end is the session's end.
+// out.rec, if set, is the record of the POST that rd answers: the pump
+// finishes it. The caller is inside enter/leave.
+func (c *legacyConn) pump(rd bridge.Reader, out outbound, get bool) {
 	c.pumps.Add(1)
 	go func() {
 		defer c.pumps.Done()
@@ -176,9 +185,9 @@ func (c *legacyConn) pump(st *bridge.Stream, out outbound, get bool) {
 		// A client that does not read would let the stream's buffer grow:
 		// past its bounds the connection is dropped (Cut), which ends the
 		// session (the legacy transport cannot resume).
-		_ = st.Serve(c.ctx, bridge.ServeOptions{Plain: true, Cut: c.cut}, func(evs []bridge.Event) error {
+		_ = bridge.Pump(c.ctx, rd, bridge.ServeOptions{Plain: true, Cut: c.cut}, func(evs []bridge.Event) error {
 			for _, ev := range evs {
-				m, reply, ok := out.prepare(ev.Data)
+				m, reply, ok := out.prepare(ev)
 				select {
 				case c.out <- m:
 				case <-c.ctx.Done():
@@ -190,6 +199,7 @@ func (c *legacyConn) pump(st *bridge.Stream, out outbound, get bool) {
 			}
 			return nil
 		})
+		rd.Close()
 	}()
 }
 
@@ -273,76 +283,76 @@ func (l *legacy) get(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	log.Info("legacy SSE stream opened", "principal", p.String())
-	c.write(sw, l.h.opts.KeepAlive, log)
+	noInit := time.NewTimer(legacyInitTimeout)
+	defer noInit.Stop()
+	c.log, c.noInit, c.waitEnd = log, noInit.C, ended
+	// The conn is the one writer's source: what the pumps hand over, and
+	// keep-alives, until the client leaves, a write fails, no initialize
+	// comes in time, or the session has ended and its streams are
+	// drained.
+	err = bridge.Pump(ctx, c, bridge.ServeOptions{KeepAlive: l.h.opts.KeepAlive}, func(evs []bridge.Event) error {
+		return sw.events(evs, outbound{})
+	})
+	if err != nil && ctx.Err() == nil {
+		log.Debug("legacy SSE write failed; closing the stream", "err", err)
+	}
 	return nil
 }
 
-// write is the one writer of the conn's SSE stream: it writes what the
-// pumps hand over, and keep-alives, until the client leaves, a write
-// fails, no initialize comes in time, or the session has ended and its
-// streams are drained.
-func (c *legacyConn) write(sw *sseWriter, keepAliveEvery time.Duration, log *slog.Logger) {
-	keepAlive := time.NewTicker(keepAliveEvery)
-	defer keepAlive.Stop()
-	noSession := time.NewTimer(legacyInitTimeout)
-	defer noSession.Stop()
-	ended := c.ended
-	var drained chan struct{} // closed once the pumps are done, after the session ended
-	batch := make([][]byte, 0, 16)
+// legacyBatch is how many messages the writer takes at once, for one
+// write and one flush.
+const legacyBatch = 16
+
+// Begin is the conn's, as the writer's source: it never primes.
+func (c *legacyConn) Begin(bridge.ServeOptions) (bridge.Event, bool) { return bridge.Event{}, false }
+
+// Next is the conn's, as the writer's source: what the pumps hand over,
+// with what else is ready; nothing when tick fires (a keep-alive); the
+// end when no initialize came in time, or the session has ended and the
+// pumps have handed everything over (out is unbuffered).
+func (c *legacyConn) Next(ctx context.Context, tick <-chan time.Time, buf []bridge.Event) ([]bridge.Event, bool, error) {
 	for {
 		select {
 		case m := <-c.out:
-			// Take what else is ready too, for one write and one flush.
-			batch = c.more(append(batch[:0], m))
-			for _, m := range batch {
-				if err := sw.message("", m); err != nil {
-					log.Debug("legacy SSE write failed; closing the stream", "err", err)
-					return
-				}
-			}
-			clear(batch)
-		case <-keepAlive.C:
-			sw.comment("keep-alive")
-		case <-noSession.C:
+			return c.more(append(buf, bridge.Event{Data: m})), false, nil
+		case <-tick:
+			return buf, false, nil
+		case <-c.noInit:
+			c.noInit = nil
 			if c.session() == nil {
-				log.Info("no initialize on the legacy SSE stream; closing it", "after", legacyInitTimeout)
-				return
+				c.log.Info("no initialize on the legacy SSE stream; closing it", "after", legacyInitTimeout)
+				return buf, true, nil
 			}
-			continue
-		case <-ended:
+		case <-c.waitEnd:
 			// The session is over (its child exited, or the bridge is
 			// shutting down): deliver what its streams still hold, such
 			// as the errors that answer the requests in flight, then end
 			// the stream.
-			ended = nil
+			c.waitEnd = nil
 			c.close()
-			drained = make(chan struct{})
+			drained := make(chan struct{})
+			c.drained = drained
 			go func() { c.pumps.Wait(); close(drained) }()
-			continue
-		case <-drained:
-			return // the pumps handed everything over: out is unbuffered
-		case <-c.ctx.Done():
-			return
-		}
-		if err := sw.flush(); err != nil {
-			log.Debug("legacy SSE write failed; closing the stream", "err", err)
-			return
+		case <-c.drained:
+			return buf, true, nil
+		case <-ctx.Done():
+			return buf, false, ctx.Err()
 		}
 	}
 }
 
-// more appends to batch what else the pumps have ready, up to its
-// capacity, without waiting.
-func (c *legacyConn) more(batch [][]byte) [][]byte {
-	for len(batch) < cap(batch) {
+// more appends to buf what else the pumps have ready, up to
+// legacyBatch, without waiting.
+func (c *legacyConn) more(buf []bridge.Event) []bridge.Event {
+	for len(buf) < legacyBatch {
 		select {
 		case m := <-c.out:
-			batch = append(batch, m)
+			buf = append(buf, bridge.Event{Data: m})
 		default:
-			return batch
+			return buf
 		}
 	}
-	return batch
+	return buf
 }
 
 // post serves POST MessagePath?sessionId=<id>: 202, and the answers go on
@@ -384,12 +394,12 @@ func (l *legacy) post(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusAccepted)
 		return nil
 	}
-	st, err := sess.Send(p.msgs, false)
+	rd, err := sess.Send(p.msgs, false)
 	if err != nil {
 		return err
 	}
-	if st != nil {
-		c.pump(st, outbound{filter: p.filter, rec: p.handOver()}, false)
+	if rd != nil {
+		c.pump(rd, outbound{filter: p.filter, rec: p.handOver()}, false)
 	}
 	w.WriteHeader(http.StatusAccepted)
 	return nil
@@ -435,7 +445,7 @@ func (l *legacy) initialize(w http.ResponseWriter, r *http.Request, c *legacyCon
 	h := l.h
 	// The same start as the Streamable endpoint's: the principal's
 	// session slot, and its --claim-env variables for the child.
-	sess, st, err := h.initialize(r, p)
+	sess, rd, err := h.initialize(r, p)
 	c.mu.Lock()
 	c.initializing = false // on failure, the client may try again
 	if err == nil {
@@ -445,10 +455,10 @@ func (l *legacy) initialize(w http.ResponseWriter, r *http.Request, c *legacyCon
 	if err != nil {
 		return err
 	}
-	c.pump(st, outbound{filter: c.filter, rec: p.handOver()}, false)
+	c.pump(rd, outbound{filter: c.filter, rec: p.handOver()}, false)
 	// The session's GET stream carries what relates to no request; it is
 	// open for the session's whole life, so nothing waits in the queue.
-	if get, err := sess.OpenStream(); err != nil {
+	if get, err := sess.Open(); err != nil {
 		c.end() // the session is already over (its child exited at once)
 	} else {
 		c.pump(get, outbound{filter: c.filter}, true)

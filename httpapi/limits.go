@@ -30,7 +30,7 @@ type limits struct {
 	mu      sync.Mutex
 	m       map[string]*principalState // by auth.Principal.Key
 	sweepAt int                        // sweep idle entries when the map reaches this size
-	held    map[*bridge.Session]func() // session slots, released when the session ends
+	held    map[bridge.Conn]func()     // session slots, released when the session ends
 }
 
 type principalState struct {
@@ -51,7 +51,7 @@ func newLimits(o Options) *limits {
 		now:         o.Now,
 		m:           make(map[string]*principalState),
 		sweepAt:     1024,
-		held:        make(map[*bridge.Session]func()),
+		held:        make(map[bridge.Conn]func()),
 	}
 	if o.RateLimit > 0 {
 		l.rate = rate.Limit(o.RateLimit)
@@ -183,7 +183,7 @@ func (l *limits) reserveSession(p auth.Principal) (release func(), err error) {
 // holdSession gives the slot back when the session ends, however it ends
 // (DELETE, idle expiry, its child's exit, the bridge's Close). The
 // goroutine lives exactly as long as the session.
-func (l *limits) holdSession(sess *bridge.Session, release func()) {
+func (l *limits) holdSession(sess bridge.Conn, release func()) {
 	if l == nil || l.maxSessions <= 0 {
 		return
 	}
@@ -199,7 +199,7 @@ func (l *limits) holdSession(sess *bridge.Session, release func()) {
 // ended gives back the slot of a session that has ended, at once: a
 // DELETE calls it before answering, so the client that deleted a session
 // can start another straight away.
-func (l *limits) ended(sess *bridge.Session) {
+func (l *limits) ended(sess bridge.Conn) {
 	if l == nil || l.maxSessions <= 0 {
 		return
 	}

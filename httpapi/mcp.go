@@ -10,10 +10,14 @@ import (
 )
 
 // mcpHandler serves the Streamable HTTP endpoint (MCP 2025-03-26 to
-// 2025-11-25).
+// 2025-11-25, and 2026-07-28 requests) and the legacy HTTP+SSE one.
 type mcpHandler struct {
-	opts   Options
-	b      *bridge.Bridge
+	opts Options
+	b    *bridge.Bridge
+	// srv is what the transports serve: b's sessions and calls, through
+	// the transport seam (bridge.Server), which something other than one
+	// bridge can stand behind.
+	srv    bridge.Server
 	log    *slog.Logger
 	limits *limits   // nil without per-principal limits
 	audit  *auditLog // nil without an audit log
@@ -92,6 +96,13 @@ func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter 
 
 // post serves a POST to the Streamable HTTP endpoint.
 func (h *mcpHandler) post(w http.ResponseWriter, r *http.Request) error {
+	return h.streamable(w, r, h.sessionPost)
+}
+
+// streamable serves a POST to the Streamable HTTP endpoint, read once: a
+// 2026-07-28 request as such, anything else with serve (a session's, or,
+// in stateless mode, a request's own).
+func (h *mcpHandler) streamable(w http.ResponseWriter, r *http.Request, serve func(http.ResponseWriter, *http.Request, *post) error) error {
 	p, err := h.parseStreamable(w, r)
 	if err != nil {
 		return err
@@ -99,6 +110,11 @@ func (h *mcpHandler) post(w http.ResponseWriter, r *http.Request) error {
 	if p.modern && !h.opts.DisableModern {
 		return h.modern(w, r, p)
 	}
+	return serve(w, r, p)
+}
+
+// sessionPost serves a POST of a session, or one that starts one.
+func (h *mcpHandler) sessionPost(w http.ResponseWriter, r *http.Request, p *post) error {
 	if p.init {
 		return h.start(w, r, p)
 	}
@@ -112,22 +128,31 @@ func (h *mcpHandler) post(w http.ResponseWriter, r *http.Request) error {
 		}
 		return &httpError{status: http.StatusBadRequest, code: bridge.CodeSessionRequired, msg: msg}
 	}
-	sess, err := h.b.Session(p.session, principal(r).Key())
+	sess, err := h.srv.Conn(p.session, principal(r).Key())
 	if err != nil {
 		return err
 	}
+	if done, err := h.admitted(w, r, p, sess); done {
+		return err
+	}
+	rd, err := sess.Send(p.msgs, p.jsonOnly)
+	if err != nil {
+		return err
+	}
+	return h.respond(w, r, p, rd, answer{})
+}
+
+// admitted is admit, with a refused tools/call answered: done says the
+// POST is over (answered, or refused with err).
+func (h *mcpHandler) admitted(w http.ResponseWriter, r *http.Request, p *post, sess bridge.Conn) (done bool, err error) {
 	refusal, err := h.admit(r, p, sess)
-	if err != nil {
-		return err
+	switch {
+	case err != nil:
+		return true, err
+	case refusal != nil:
+		return true, h.answerOne(w, r, p, refusal)
 	}
-	if refusal != nil {
-		return h.answerOne(w, r, p, refusal)
-	}
-	st, err := sess.Send(p.msgs, p.jsonOnly)
-	if err != nil {
-		return err
-	}
-	return h.respond(w, r, p, st)
+	return false, nil
 }
 
 // parseStreamable is parse for the Streamable HTTP endpoint, whose client
@@ -154,7 +179,7 @@ func (h *mcpHandler) start(w http.ResponseWriter, r *http.Request, p *post) erro
 		return &httpError{status: http.StatusBadRequest, code: bridge.CodeInvalidRequest, id: p.msgs[0].ID(),
 			msg: "Invalid Request: this request carries a session id; initialize starts a new session and must be sent without one"}
 	}
-	sess, st, err := h.initialize(r, p)
+	sess, rd, err := h.initialize(r, p)
 	if err != nil {
 		return err
 	}
@@ -165,49 +190,87 @@ func (h *mcpHandler) start(w http.ResponseWriter, r *http.Request, p *post) erro
 	// response waits for the server's first message (its result, or the
 	// error of a server that died at start, after which the session is
 	// gone), however long --init-timeout lets it take.
-	if err := st.Await(r.Context(), 0); err != nil {
+	if err := rd.Await(r.Context(), 0); err != nil {
 		return nil // the client left; the session idles out
 	}
 	if sess.Alive() {
 		w.Header().Set(headerSession, sess.ID())
 	}
-	return h.respond(w, r, p, st)
+	return h.respond(w, r, p, rd, answer{})
 }
 
-// respond writes the responses to a POST's requests as JSON or SSE; a
-// POST of only notifications and responses (st nil) gets "HTTP status
-// code 202 Accepted with no body".
-func (h *mcpHandler) respond(w http.ResponseWriter, r *http.Request, p *post, st *bridge.Stream) error {
-	if st == nil {
+// answer says how respond treats what it writes back.
+type answer struct {
+	// call is the 2026-07-28 call being answered, nil for a session's
+	// POST: the record learns its MRTR exchange from it.
+	call bridge.Call
+	// stream: an SSE stream whatever the mode, to a client that takes
+	// one (a listen).
+	stream bool
+	// counts: once it is a stream, it counts against the principal's
+	// open streams (a 2026-07-28 answer; refused, the call is cancelled,
+	// as the client's closing would).
+	counts bool
+}
+
+// respond writes what rd carries back to a POST: as one JSON body when
+// it can, else as an SSE stream. A POST of only notifications and
+// responses (rd nil) gets "HTTP status code 202 Accepted with no body".
+// It is the same for every reader (a session's stream, a 2026-07-28
+// call), which it lets go of when it is done.
+func (h *mcpHandler) respond(w http.ResponseWriter, r *http.Request, p *post, rd bridge.Reader, a answer) error {
+	if rd == nil {
 		w.WriteHeader(http.StatusAccepted)
 		return nil
 	}
-	out := outbound{filter: p.filter, rec: p.rec}
+	defer rd.Close()
+	out := outbound{filter: p.filter, rec: p.rec, call: a.call}
 	ctx := r.Context()
-	switch h.mode(p.takes) {
+	mode := h.mode(p.takes)
+	if a.stream && p.takes.sse {
+		mode = ModeSSE
+	}
+	switch mode {
 	case ModeJSON:
-		msgs, err := st.Collect(ctx, nil)
+		evs, err := rd.Collect(ctx, nil)
 		if err != nil {
-			return nil // the client left; the answer stays with the session
+			return answerErr(err)
 		}
-		writeJSON(w, out.all(msgs), p.batch)
+		writeJSON(w, out.all(evs), p.batch)
 		return nil
 	case ModeAuto:
 		// Hold the response until the child's first message for it: the
 		// response itself goes out as plain JSON, the cheapest form; a
 		// notification or a request first (progress, logging, sampling),
 		// or silence past SSEDelay, makes it a stream.
-		if err := st.Await(ctx, h.opts.SSEDelay); err != nil {
-			return nil
+		if err := rd.Await(ctx, h.opts.SSEDelay); err != nil {
+			return answerErr(err)
 		}
 		if !p.batch {
-			if m, ok := st.TakeOnly(); ok {
-				writeJSON(w, [][]byte{out.message(m)}, false)
+			if ev, ok := rd.TakeOnly(); ok {
+				writeJSON(w, [][]byte{out.message(ev)}, false)
 				return nil
 			}
 		}
 	}
-	h.stream(w, r, st, out)
+	if a.counts {
+		closed, err := h.limits.openStream(principal(r))
+		if err != nil {
+			return err
+		}
+		defer closed()
+	}
+	h.stream(w, r, rd, out)
+	return nil
+}
+
+// answerErr is what ends an answer before anything was written: a bridge
+// error is the client's answer (a 2026-07-28 error with an HTTP status of
+// its own); the client leaving is no error to report.
+func answerErr(err error) error {
+	if _, ok := err.(*bridge.Error); ok {
+		return err
+	}
 	return nil
 }
 
@@ -233,17 +296,17 @@ func (h *mcpHandler) answerOne(w http.ResponseWriter, r *http.Request, p *post, 
 	return nil
 }
 
-// stream writes a Stream as SSE until it is complete or the client leaves;
-// Stream.Serve keeps the order of what is written.
-func (h *mcpHandler) stream(w http.ResponseWriter, r *http.Request, st *bridge.Stream, out outbound) {
+// stream writes rd as SSE until it is complete or the client leaves,
+// with the one loop every SSE answer has (bridge.Pump), which keeps the
+// order of what is written.
+func (h *mcpHandler) stream(w http.ResponseWriter, r *http.Request, rd bridge.Reader, out outbound) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	sw, err := startSSE(ctx, w, h.opts.WriteTimeout)
 	if err != nil {
-		st.Detach() // gone before the first byte
-		return
+		return // gone before the first byte
 	}
-	_ = st.Serve(ctx, bridge.ServeOptions{
+	_ = bridge.Pump(ctx, rd, bridge.ServeOptions{
 		KeepAlive:   h.opts.KeepAlive,
 		MaxDuration: h.opts.SSEMaxDuration,
 		// A client so far behind that events it has not read age out of
@@ -275,18 +338,19 @@ func (h *mcpHandler) get(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer closed()
-	var st *bridge.Stream
+	var rd bridge.Reader
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		// "Resumption is always via HTTP GET with Last-Event-ID", for
 		// POST streams too.
-		st, err = sess.Resume(last)
+		rd, err = sess.Resume(last)
 	} else {
-		st, err = sess.OpenStream()
+		rd, err = sess.Open()
 	}
 	if err != nil {
 		return err
 	}
-	h.stream(w, r, st, h.outbound(r, nil))
+	defer rd.Close()
+	h.stream(w, r, rd, h.outbound(r, nil))
 	return nil
 }
 
@@ -303,13 +367,13 @@ func (h *mcpHandler) delete(w http.ResponseWriter, r *http.Request) error {
 
 // session finds the request's session: 400 without an id, 404 for an
 // unknown or ended one, or one of another principal's.
-func (h *mcpHandler) session(r *http.Request) (*bridge.Session, error) {
+func (h *mcpHandler) session(r *http.Request) (bridge.Conn, error) {
 	sid := r.Header.Get(headerSession)
 	if sid == "" {
 		return nil, &httpError{status: http.StatusBadRequest, code: bridge.CodeSessionRequired,
 			msg: "Bad Request: Mcp-Session-Id header is required"}
 	}
-	sess, err := h.b.Session(sid, principal(r).Key())
+	sess, err := h.srv.Conn(sid, principal(r).Key())
 	if err != nil {
 		return nil, err
 	}

@@ -299,10 +299,9 @@ func TestMetricsExitReasons(t *testing.T) {
 	})
 }
 
-// TestMetricsTimeoutsAndLateProgress (issue 10, points 3, 4 and 13): a
-// call the server never answers counts as timed out, a server that closes
-// its stdout as an unresponsive exit, and progress after its answer as
-// late progress.
+// TestMetricsTimeoutsAndLateProgress: a call the server never answers
+// counts as timed out, a server that closes its stdout as an unresponsive
+// exit, and progress after its answer as late progress.
 func TestMetricsTimeoutsAndLateProgress(t *testing.T) {
 	// Longer than the stop grace (500 ms), which a child whose stdout
 	// closed has to show it is not simply exiting.
@@ -428,7 +427,7 @@ func TestObserver(t *testing.T) {
 					w.Header().Set("Content-Type", "application/json")
 					w.WriteHeader(tt.status)
 					for _, m := range tt.sent {
-						_, _ = w.Write(out.message([]byte(m)))
+						_, _ = w.Write(out.message(bridge.Event{Data: []byte(m)}))
 					}
 				}
 			}))
@@ -480,15 +479,15 @@ func TestRecordCompleteBeforeWrite(t *testing.T) {
 	}
 	rec.parsed(msgs, batch)
 	out := outbound{rec: rec}
-	out.message([]byte(`{"jsonrpc":"2.0","id":2,"result":{}}`))
+	out.message(bridge.Event{Data: []byte(`{"jsonrpc":"2.0","id":2,"result":{}}`)})
 	if lines.Len() != 0 {
 		t.Fatalf("audited with a request still waiting: %s", lines.String())
 	}
-	out.message([]byte(`{"jsonrpc":"2.0","id":2,"result":{}}`)) // a second answer to 2 is no answer to 1
+	out.message(bridge.Event{Data: []byte(`{"jsonrpc":"2.0","id":2,"result":{}}`)}) // a second answer to 2 is no answer to 1
 	if lines.Len() != 0 {
 		t.Fatalf("a repeated response completed the record: %s", lines.String())
 	}
-	out.message([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	out.message(bridge.Event{Data: []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)})
 	if n := strings.Count(lines.String(), "\n"); n != 2 {
 		t.Fatalf("%d audit lines once both were answered, want 2: %s", n, lines.String())
 	}

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 )
@@ -82,7 +81,7 @@ func (h *mcpHandler) modern(w http.ResponseWriter, r *http.Request, p *post) err
 		}
 		defer closed()
 	}
-	mc, err := h.b.Modern(r.Context(), bridge.ModernRequest{
+	call, err := h.srv.Modern(r.Context(), bridge.ModernRequest{
 		Message: p.msgs[0],
 		Headers: modernHeaders(r),
 		Owner:   owner(pr),
@@ -94,108 +93,15 @@ func (h *mcpHandler) modern(w http.ResponseWriter, r *http.Request, p *post) err
 	if err != nil {
 		return err
 	}
-	if mc == nil {
+	if call == nil {
 		w.WriteHeader(http.StatusAccepted) // a notification
 		return nil
 	}
-	defer mc.Close()
-	return h.respondModern(w, r, p, mc)
-}
-
-// respondModern writes a modern call's answer: a plain JSON body when the
-// final message comes first and alone (within --sse-delay in auto mode),
-// else an SSE stream. A listen is always a stream. The client closing its
-// stream ends the request's context, and Close then cancels the call.
-func (h *mcpHandler) respondModern(w http.ResponseWriter, r *http.Request, p *post, mc *bridge.ModernCall) error {
-	ctx := r.Context()
-	out := outbound{filter: p.filter, rec: p.rec, call: mc}
-	mode := h.mode(p.takes)
-	if mc.Listen() && p.takes.sse {
-		mode = ModeSSE
-	}
-	var first [][]byte
-	switch mode {
-	case ModeJSON:
-		// The client takes one JSON body: only the final answer.
-		for {
-			msgs, final, err := mc.Next(ctx, nil)
-			if err != nil {
-				return modernErr(err)
-			}
-			if final {
-				writeJSON(w, [][]byte{out.message(msgs[len(msgs)-1])}, false)
-				return nil
-			}
-		}
-	case ModeAuto:
-		t := time.NewTimer(h.opts.SSEDelay)
-		msgs, final, err := mc.Next(ctx, t.C)
-		t.Stop()
-		if err != nil {
-			return modernErr(err)
-		}
-		if final && len(msgs) == 1 {
-			writeJSON(w, [][]byte{out.message(msgs[0])}, false)
-			return nil
-		}
-		first = msgs
-	}
-	if !mc.Listen() {
-		// An answer that becomes a stream counts from now; refused, the
-		// call is cancelled (Close), as the client's closing would.
-		closed, err := h.limits.openStream(principal(r))
-		if err != nil {
-			return err
-		}
-		defer closed()
-	}
-	sw, err := startSSE(ctx, w, h.opts.WriteTimeout)
-	if err != nil {
-		return nil // gone before the first byte: Close cancels
-	}
-	var tick <-chan time.Time
-	if h.opts.KeepAlive > 0 {
-		t := time.NewTicker(h.opts.KeepAlive)
-		defer t.Stop()
-		tick = t.C
-	}
-	msgs, final := first, false
-	for next := len(first) == 0; ; next = true {
-		if next {
-			var err error
-			msgs, final, err = mc.Next(ctx, tick)
-			if err != nil {
-				if e, ok := err.(*bridge.Error); ok {
-					// The answer is an error, and the stream has begun: it
-					// is the stream's final message.
-					_ = sw.message("", out.message(bridge.ErrorBody(e)))
-					_ = sw.flush()
-				}
-				return nil
-			}
-			if len(msgs) == 0 && !final {
-				sw.comment("keep-alive") // Next waited a KeepAlive for nothing
-			}
-		}
-		for _, m := range msgs {
-			if err := sw.message("", out.message(m)); err != nil {
-				return nil
-			}
-		}
-		if err := sw.flush(); err != nil || final {
-			return nil
-		}
-	}
-}
-
-// modernErr is what ends a call before anything was written: a bridge
-// error is the client's answer (HTTP 400 or 404 with its JSON-RPC error);
-// the client leaving is no error to report.
-func modernErr(err error) error {
-	if _, ok := err.(*bridge.Error); ok {
-		return err
-	}
-	return nil
+	// A plain JSON body when the final message comes first and alone
+	// (within --sse-delay in auto mode), else an SSE stream; a listen is
+	// always a stream, counted already. The client closing its stream
+	// ends the request's context, and Close then cancels the call.
+	return h.respond(w, r, p, call, answer{call: call, stream: call.Listen(), counts: !call.Listen()})
 }
 
 // Eras, as the metrics and the audit log label requests.

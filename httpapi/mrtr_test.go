@@ -1,12 +1,12 @@
 package httpapi_test
 
-// Issue 12's attacks on requestState, with raw HTTP against the bridge in
-// front of a legacy child (the badchild, whose sample tool asks its client
-// for sampling/createMessage): a retry whose requestState is forged,
-// tampered with, another principal's, already used, expired, or bound to
-// other arguments, another tool or another method gets HTTP 200 with
-// JSON-RPC -32602, and the call it names stays parked: the genuine retry
-// still completes it afterwards (but for expiry, which ends it).
+// The attacks on requestState, with raw HTTP against the bridge in front of
+// a legacy child (the badchild, whose sample tool asks its client for
+// sampling/createMessage): a retry whose requestState is forged, tampered
+// with, another principal's, already used, expired, or bound to other
+// arguments, another tool or another method gets HTTP 200 with JSON-RPC
+// -32602, and the call it names stays parked: the genuine retry still
+// completes it afterwards (but for expiry, which ends it).
 
 import (
 	"encoding/json"

@@ -246,12 +246,12 @@ type outbound struct {
 	rec    *record          // nil: the stream answers no POST of this request (GET, resume)
 	// call is the 2026-07-28 call the POST is, if it is one: the record
 	// learns its MRTR exchange from it.
-	call *bridge.ModernCall
+	call bridge.Call
 }
 
-// message prepares msg for the client and tells the record.
-func (o outbound) message(msg []byte) []byte {
-	msg, r, ok := o.prepare(msg)
+// message prepares ev's message for the client and tells the record.
+func (o outbound) message(ev bridge.Event) []byte {
+	msg, r, ok := o.prepare(ev)
 	if ok {
 		if o.call != nil && len(o.rec.calls) == 1 {
 			c := &o.rec.calls[0]
@@ -264,12 +264,15 @@ func (o outbound) message(msg []byte) []byte {
 
 // prepare is message without telling the record: ok says r is for it, to
 // pass to rec.answered once msg is on its way.
-func (o outbound) prepare(msg []byte) (_ []byte, r bridge.Reply, ok bool) {
+func (o outbound) prepare(ev bridge.Event) (_ []byte, r bridge.Reply, ok bool) {
+	msg := ev.Data
 	follow := o.rec != nil && o.rec.left > 0
 	if o.filter == nil && !follow {
 		return msg, r, false
 	}
-	r, isReply := bridge.ReplyOf(msg)
+	// What the bridge read of the message on its way, or the message
+	// itself when it did not.
+	r, isReply := ev.Reply()
 	if !isReply {
 		return msg, r, false
 	}
@@ -290,10 +293,11 @@ func (o outbound) method(id []byte) string {
 	return o.rec.method(id)
 }
 
-// all is message for each of msgs, in place.
-func (o outbound) all(msgs [][]byte) [][]byte {
-	for i, m := range msgs {
-		msgs[i] = o.message(m)
+// all is message for each of evs.
+func (o outbound) all(evs []bridge.Event) [][]byte {
+	msgs := make([][]byte, len(evs))
+	for i, ev := range evs {
+		msgs[i] = o.message(ev)
 	}
 	return msgs
 }

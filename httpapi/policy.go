@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"io"
@@ -135,46 +134,7 @@ func (h *mcpHandler) outbound(r *http.Request, rec *record) outbound {
 }
 
 // filterToolList removes from a tools/list result the tools f does not
-// allow. A response whose result has a "tools" array is a tools/list
-// result: no other MCP result has one at the top.
+// allow, reading the result without decoding it (bridge.FilterTools).
 func filterToolList(msg []byte, f *auth.ToolFilter) []byte {
-	if !bytes.Contains(msg, []byte(`"tools"`)) {
-		return msg
-	}
-	var top map[string]json.RawMessage
-	if json.Unmarshal(msg, &top) != nil || top["result"] == nil || top["method"] != nil {
-		return msg
-	}
-	var result map[string]json.RawMessage
-	if json.Unmarshal(top["result"], &result) != nil || result["tools"] == nil {
-		return msg
-	}
-	var tools []json.RawMessage
-	if json.Unmarshal(result["tools"], &tools) != nil {
-		return msg
-	}
-	kept := tools[:0:0]
-	for _, raw := range tools {
-		var t struct {
-			Name string `json:"name"`
-		}
-		if json.Unmarshal(raw, &t) == nil && f.Allowed(t.Name) {
-			kept = append(kept, raw)
-		}
-	}
-	if len(kept) == len(tools) {
-		return msg
-	}
-	var err error
-	if result["tools"], err = json.Marshal(kept); err != nil {
-		return msg
-	}
-	if top["result"], err = json.Marshal(result); err != nil {
-		return msg
-	}
-	out, err := json.Marshal(top)
-	if err != nil {
-		return msg
-	}
-	return out
+	return bridge.FilterTools(msg, f.Allowed)
 }

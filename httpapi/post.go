@@ -116,13 +116,13 @@ func (p *post) handOver() *record {
 // initialize starts a session with p's initialize request, the same way
 // for every transport: within the principal's session cap, with the
 // principal's --claim-env variables for its child.
-func (h *mcpHandler) initialize(r *http.Request, p *post) (*bridge.Session, *bridge.Stream, error) {
+func (h *mcpHandler) initialize(r *http.Request, p *post) (bridge.Conn, bridge.Reader, error) {
 	pr := principal(r)
 	release, err := h.limits.reserveSession(pr)
 	if err != nil {
 		return nil, nil, err
 	}
-	sess, st, err := h.b.Initialize(r.Context(), bridge.InitRequest{
+	sess, rd, err := h.srv.Initialize(r.Context(), bridge.InitRequest{
 		Message:  p.msgs[0],
 		Owner:    owner(pr),
 		Env:      claimEnv(h.opts.ClaimEnv, pr),
@@ -135,7 +135,7 @@ func (h *mcpHandler) initialize(r *http.Request, p *post) (*bridge.Session, *bri
 	h.limits.holdSession(sess, release)
 	p.filter = h.opts.ToolPolicy.For(pr)
 	h.follow(p, pr, sess.ID())
-	return sess, st, nil
+	return sess, rd, nil
 }
 
 // admit is what a POST to a session must pass, whichever transport
@@ -147,7 +147,7 @@ func (h *mcpHandler) initialize(r *http.Request, p *post) (*bridge.Session, *bri
 // comes back as the JSON-RPC error that answers it, for the transport to
 // send as it sends answers; a batch that holds one is refused whole (403),
 // since its other requests would need answers the bridge cannot give.
-func (h *mcpHandler) admit(r *http.Request, p *post, sess *bridge.Session) (refusal []byte, err error) {
+func (h *mcpHandler) admit(r *http.Request, p *post, sess bridge.Conn) (refusal []byte, err error) {
 	if err := checkVersion(p.version); err != nil {
 		return nil, err
 	}

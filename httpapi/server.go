@@ -322,7 +322,7 @@ func routes(opts Options) (http.Handler, *metrics, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("httpapi: %w", err)
 	}
-	h := &mcpHandler{opts: opts, b: opts.Bridge, log: opts.Logger, limits: newLimits(opts)}
+	h := &mcpHandler{opts: opts, b: opts.Bridge, srv: bridge.ServerOf(opts.Bridge), log: opts.Logger, limits: newLimits(opts)}
 	if opts.Audit != nil {
 		h.audit = &auditLog{w: opts.Audit, args: opts.AuditArguments, now: opts.Now}
 	}

@@ -92,7 +92,7 @@ func (s *sseWriter) events(evs []bridge.Event, out outbound) error {
 			s.prime(ev.ID)
 			continue
 		}
-		if err := s.message(ev.ID, out.message(ev.Data)); err != nil {
+		if err := s.message(ev.ID, out.message(ev)); err != nil {
 			return err
 		}
 	}

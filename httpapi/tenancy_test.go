@@ -70,11 +70,11 @@ func lastRaw(seen []feedView) []string {
 	return out
 }
 
-// TestWebTenancy is issue 10 point 15 at the HTTP level: in every session
-// mode, the web page's feed shows each principal its own sessions and the
-// children that serve them only, never another principal's session or
-// stderr; the child that serves every principal (shared, stateless) shows
-// that it runs but not its stderr; an admin (--admin scope:mcp:admin)
+// TestWebTenancy: who sees what of the others, at the HTTP level: in every
+// session mode, the web page's feed shows each principal its own sessions
+// and the children that serve them only, never another principal's session
+// or stderr; the child that serves every principal (shared, stateless)
+// shows that it runs but not its stderr; an admin (--admin scope:mcp:admin)
 // sees everything.
 func TestWebTenancy(t *testing.T) {
 	for _, mode := range []string{bridge.ModePerSession, bridge.ModePerIdentity, bridge.ModeShared, "stateless"} {

@@ -1,10 +1,10 @@
 package httpapi_test
 
-// Issue 10 end to end: nothing a client sends waits for good, with the
-// official Go SDK client over real HTTP and real badchild processes, in
-// the modes each point names; and under chaos (crashes, a closed stdout,
-// hung calls) no request goes unanswered and no process is left, in every
-// mode. Waits are bounded by a safety net, never timed assertions.
+// Bounded waits end to end: nothing a client sends waits for good, with the
+// official Go SDK client over real HTTP and real badchild processes, in the
+// modes each case names; and under chaos (crashes, a closed stdout, hung
+// calls) no request goes unanswered and no process is left, in every mode.
+// Waits are bounded by a safety net, never timed assertions.
 
 import (
 	"context"
@@ -120,10 +120,10 @@ func safetyCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-// TestFirstStartFails (issue 10 point 1): a shared or stateless bridge
-// whose child dies on its first start and works on the next. The first
-// client's initialize fails; the next client connects and calls. Before,
-// every later request waited for good.
+// TestFirstStartFails: a shared or stateless bridge whose child dies on its
+// first start and works on the next. The first client's initialize fails;
+// the next client connects and calls. Before, every later request waited
+// for good.
 func TestFirstStartFails(t *testing.T) {
 	for _, m := range []mode{shared, stateless} {
 		t.Run(m.name, func(t *testing.T) {
@@ -145,9 +145,9 @@ func TestFirstStartFails(t *testing.T) {
 	}
 }
 
-// TestCrashLoop (issue 10 point 2): a shared or stateless bridge whose
-// child exits at every start. Clients connecting at once all get an
-// error, none waits until shutdown; the breaker trips and /readyz says so.
+// TestCrashLoop: a shared or stateless bridge whose child exits at every
+// start. Clients connecting at once all get an error, none waits until
+// shutdown; the breaker trips and /readyz says so.
 func TestCrashLoop(t *testing.T) {
 	for _, m := range []mode{shared, stateless} {
 		t.Run(m.name, func(t *testing.T) {
@@ -187,9 +187,9 @@ func TestCrashLoop(t *testing.T) {
 	}
 }
 
-// TestStdoutClosedSDK (issue 10 point 3): a child that closes its stdout
-// and runs on. The call gets -32005 at once; per session the process is
-// stopped, a shared one is restarted and the session goes on.
+// TestStdoutClosedSDK: a child that closes its stdout and runs on. The call
+// gets -32005 at once; per session the process is stopped, a shared one is
+// restarted and the session goes on.
 func TestStdoutClosedSDK(t *testing.T) {
 	for _, m := range []mode{perSession, shared} {
 		t.Run(m.name, func(t *testing.T) {
@@ -222,9 +222,9 @@ func TestStdoutClosedSDK(t *testing.T) {
 	}
 }
 
-// TestRequestTimeoutSDK (issue 10 point 4): a call the child never
-// answers gets JSON-RPC error -32007 naming --request-timeout, and the
-// child is told to cancel it, with its own id.
+// TestRequestTimeoutSDK: a call the child never answers gets JSON-RPC error
+// -32007 naming --request-timeout, and the child is told to cancel it, with
+// its own id.
 func TestRequestTimeoutSDK(t *testing.T) {
 	for _, m := range []mode{perSession, shared} {
 		t.Run(m.name, func(t *testing.T) {
@@ -246,14 +246,14 @@ func TestRequestTimeoutSDK(t *testing.T) {
 	}
 }
 
-// TestClientsGiveUpOnInitialize (issue 10 point 4): four clients give up
-// on a server that never answers initialize, and go without DELETE. Their
-// sessions end and their processes are stopped once --init-timeout runs
-// out, whatever --idle-timeout says: each client's own (per-session), or
-// the principal's once its last session has ended (per-identity); a shared
-// one (shared, stateless) is stopped as unresponsive and restarted. Before,
-// all four stayed, each with its process: the initialize in flight kept
-// them from idling.
+// TestClientsGiveUpOnInitialize: four clients give up on a server that
+// never answers initialize, and go without DELETE. Their sessions end and
+// their processes are stopped once --init-timeout runs out, whatever
+// --idle-timeout says: each client's own (per-session), or the principal's
+// once its last session has ended (per-identity); a shared one (shared,
+// stateless) is stopped as unresponsive and restarted. Before, all four
+// stayed, each with its process: the initialize in flight kept them from
+// idling.
 func TestClientsGiveUpOnInitialize(t *testing.T) {
 	for _, m := range []mode{perSession, shared, perIdentity, stateless} {
 		t.Run(m.name, func(t *testing.T) {

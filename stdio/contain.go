@@ -158,8 +158,12 @@ func choose(want Containment, probe func(Containment) (string, error)) (Containm
 //   - contain_linux.go: a PID namespace, a cgroup or a process group;
 //   - contain_darwin.go: a process group, with descendants found in the
 //     process table;
-//   - contain_windows.go: a Job Object.
+//   - contain_windows.go: a Job Object;
+//   - contain_other.go: the portable fallback for the other Unix systems
+//     (FreeBSD and the other BSDs), a process group alone.
 //
+// The process-group tree is the same on every Unix system but for how
+// descendants are found (contain_group.go: groupTree and its kin).
 // Besides the tree, each system's file defines:
 //
 //	startTree(cmd *exec.Cmd, s Containment, sp *sandboxSpawn) (tree, error)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"sync"
 	"syscall"
 	"time"
 
@@ -48,98 +47,50 @@ import (
 // already obey, so that is what this file relies on; a watcher process is
 // the way to go further.
 
-// stopSignals are Stop's steps after closing stdin, one grace period
-// apart: the polite request, then the end.
-var stopSignals = []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL}
+// groupWhy is what the log says of the process-group strategy here.
+const groupWhy = "a process group per child, with its descendants found in the process table"
 
-func probe(c Containment) (string, error) {
-	switch c {
-	case ContainProcessGroup:
-		return "a process group per child, with its descendants found in the process table", nil
-	case ContainPIDNamespace, ContainCgroup:
-		return "", errOtherSystem{c, "Linux"}
-	case ContainJobObject:
-		return "", errOtherSystem{c, "Windows"}
+func groupKin() kin { return tableKin{} }
+
+// tableKin finds a group's descendants in the process table, each named
+// by its pid and start time: before each signal the table is read again,
+// and a process is signalled only if the table still shows the pid with
+// the start time it had in the snapshot. Without pidfds there is no way
+// to close the gap between that check and the kill, but macOS hands out
+// pids in increasing order, so for a pid to be reused in that gap the
+// whole pid space would have to wrap around within it.
+type tableKin struct{}
+
+func (tableKin) below(pid int) []kinRef {
+	table, err := processTable()
+	if err != nil {
+		return nil
 	}
-	return "", fmt.Errorf("unknown containment %q", c)
+	desc := descendantsIn(table, pid)
+	out := make([]kinRef, len(desc))
+	for i, d := range desc {
+		out[i] = d
+	}
+	return out
 }
 
-func startTree(cmd *exec.Cmd, s Containment, sp *sandboxSpawn) (tree, error) {
-	if _, err := probe(s); err != nil {
-		return nil, err
-	}
-	if sp != nil {
-		if err := sp.command(cmd); err != nil {
-			return nil, err
-		}
-	}
-	// Setpgid: the child leads a group of its own, so a terminal's Ctrl-C
-	// reaches only the bridge, and one signal reaches the whole group.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	return &groupTree{cmd: cmd}, nil
+func (tableKin) left() []kinRef { return nil }
+
+func (tableKin) waitExit(cmd *exec.Cmd) (bool, error) {
+	waitExitNoReap(cmd.Process.Pid)
+	return false, nil
 }
 
-// groupTree is a command leading a process group of its own.
-type groupTree struct {
-	cmd *exec.Cmd
+func (tableKin) done(int) {}
 
-	mu     sync.Mutex // orders signals against reaping the leader
-	reaped bool
-	// seen holds every descendant a signal reached, so that wait can kill
-	// those still alive once the command is gone (they are no longer its
-	// descendants then).
-	seen []procEntry
-}
-
-func (t *groupTree) pid() int { return t.cmd.Process.Pid }
-
-// signal sends sig to the group and to every descendant of the command.
-// The descendants are read first: once the leader dies (SIGKILL), its
-// children are re-parented and no walk from it finds them. Each is
-// signalled only if the process table still shows the pid with the start
-// time it had in the snapshot, right before the kill: without pidfds
-// there is no way to close the gap between that check and the kill, but
-// macOS hands out pids in increasing order, so for a pid to be reused in
-// that gap the whole pid space would have to wrap around within it.
-func (t *groupTree) signal(sig syscall.Signal) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.reaped {
-		return
-	}
-	pid := t.cmd.Process.Pid
-	var desc []procEntry
-	if table, err := processTable(); err == nil {
-		desc = descendantsIn(table, pid)
-	}
-	// Until the leader is reaped its pid, which is the group id, cannot be
-	// reused, so the group signal never reaches a stranger.
-	_ = syscall.Kill(-pid, sig)
-	for _, d := range desc {
-		signalIfSame(d, sig)
-		t.seen = append(t.seen, d)
+// signal sends sig to d.pid if it is still the process d names.
+func (d procEntry) signal(sig syscall.Signal) {
+	if now, ok := current(d.pid); ok && now.start == d.start {
+		_ = syscall.Kill(d.pid, sig)
 	}
 }
 
-func (t *groupTree) wait() error {
-	pid := t.cmd.Process.Pid
-	// Wait for the exit without reaping, so the group id stays ours while
-	// the leftovers are killed.
-	waitExitNoReap(pid)
-	t.mu.Lock()
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
-	for _, d := range t.seen {
-		signalIfSame(d, syscall.SIGKILL)
-	}
-	t.seen = nil
-	err := t.cmd.Wait()
-	t.reaped = true
-	t.mu.Unlock()
-	return waitError(err)
-}
+func (procEntry) release() {}
 
 // processTable reads every process's pid, parent and start time.
 func processTable() ([]procEntry, error) {
@@ -174,13 +125,6 @@ func current(pid int) (procEntry, bool) {
 		return procEntry{}, false
 	}
 	return entryOf(k), true
-}
-
-// signalIfSame sends sig to d.pid if it is still the process d names.
-func signalIfSame(d procEntry, sig syscall.Signal) {
-	if now, ok := current(d.pid); ok && now.start == d.start {
-		_ = syscall.Kill(d.pid, sig)
-	}
 }
 
 // waitExitNoReap blocks until the process, a child of this one, has

@@ -484,23 +484,11 @@ func cgroupOf(pid int) string {
 
 // ---- process group ----
 
-// groupTree is a command leading a process group of its own. Signals go
-// to the group, to every descendant still linked to the command by its
-// parent chain (setsid'd ones included), and to every process the command
-// started that was re-parented to the bridge, found by its mark (see
-// markedOrphans), with its own descendants.
-type groupTree struct {
-	cmd  *exec.Cmd
-	mark string // the value of ContainmentMarkEnv in the tree's environment
-
-	mu     sync.Mutex // orders signals against reaping the leader
-	reaped bool
-	// seen holds pidfds of every descendant a signal reached, so that
-	// wait can kill those still alive once the command is gone (they are
-	// no longer its descendants then).
-	seen []int
-}
-
+// startGroup starts cmd leading a process group of its own (groupTree).
+// Signals go to the group, to every descendant still linked to the
+// command by its parent chain (setsid'd ones included), and to every
+// process the command started that was re-parented to the bridge, found
+// by its mark (see markedOrphans), with its own descendants.
 func startGroup(cmd *exec.Cmd, sp *sandboxSpawn) (tree, error) {
 	mark := rand.Text()
 	cmd.Env = withMark(cmd.Env, mark)
@@ -515,7 +503,7 @@ func startGroup(cmd *exec.Cmd, sp *sandboxSpawn) (tree, error) {
 	if err := spawn(cmd); err != nil {
 		return nil, err
 	}
-	return &groupTree{cmd: cmd, mark: mark}, nil
+	return &groupTree{cmd: cmd, kin: markedKin{mark: mark}}, nil
 }
 
 // withMark is env with ContainmentMarkEnv set to mark, in place of any
@@ -531,48 +519,38 @@ func withMark(env []string, mark string) []string {
 	return append(out, ContainmentMarkEnv+"="+mark)
 }
 
-func (t *groupTree) pid() int { return t.cmd.Process.Pid }
+// markedKin finds a group's descendants through /proc, each held by a
+// pidfd, and the orphans re-parented to the bridge by the group's mark.
+type markedKin struct{ mark string }
 
-func (t *groupTree) signal(sig syscall.Signal) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.reaped {
-		return
-	}
-	pid := t.cmd.Process.Pid
-	// The descendants first: once the leader dies (SIGKILL), its children
-	// are re-parented and no walk from it finds them.
-	fds := append(descendants(pid), markedOrphans(t.mark)...)
-	// Until the leader is reaped its pid, which is the group id, cannot be
-	// reused, so the group signal never reaches a stranger.
-	_ = syscall.Kill(-pid, sig)
-	for _, fd := range fds {
-		_ = unix.PidfdSendSignal(fd, sig, nil, 0)
-		t.seen = append(t.seen, fd)
-	}
+func (k markedKin) below(pid int) []kinRef {
+	return pidfds(append(descendants(pid), markedOrphans(k.mark)...))
 }
 
-func (t *groupTree) wait() error {
-	pid := t.cmd.Process.Pid
-	// Wait for the exit without reaping, so the group id stays ours while
-	// the leftovers are killed.
-	waitExitNoReap(pid)
-	t.mu.Lock()
-	// The leader's children were re-parented to the bridge as it exited,
-	// before it could be waited for: they, and what they started, are
-	// found by the mark, before the group kill orphans more of them.
-	left := markedOrphans(t.mark)
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
-	for _, fd := range append(t.seen, left...) {
-		_ = unix.PidfdSendSignal(fd, syscall.SIGKILL, nil, 0)
-		unix.Close(fd)
+// left: the leader's children were re-parented to the bridge as it
+// exited, before it could be waited for; they, and what they started, are
+// found by the mark.
+func (k markedKin) left() []kinRef { return pidfds(markedOrphans(k.mark)) }
+
+func (markedKin) waitExit(cmd *exec.Cmd) (bool, error) {
+	waitExitNoReap(cmd.Process.Pid)
+	return false, nil
+}
+
+func (markedKin) done(pid int) { unregister(pid) }
+
+// pidfd names one process for good.
+type pidfd int
+
+func (fd pidfd) signal(sig syscall.Signal) { _ = unix.PidfdSendSignal(int(fd), sig, nil, 0) }
+func (fd pidfd) release()                  { unix.Close(int(fd)) }
+
+func pidfds(fds []int) []kinRef {
+	out := make([]kinRef, len(fds))
+	for i, fd := range fds {
+		out[i] = pidfd(fd)
 	}
-	t.seen = nil
-	err := t.cmd.Wait()
-	t.reaped = true
-	t.mu.Unlock()
-	unregister(pid)
-	return waitError(err)
+	return out
 }
 
 // descendants returns pidfds of every process below pid, found through the

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcp-bridge/mcp-bridge/internal/syncio"
 )
 
 // stopTimeout is how long a child gets to exit after its stdin is closed
@@ -40,28 +42,16 @@ type childProc struct {
 	stopErr  error
 }
 
-// lockedWriter serialises writes to w. exec copies the stderr of a child
-// whose Stderr is not an *os.File in a goroutine of its own, so children
-// sharing such a writer (a buffer in tests) would race without it.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
 // childStderr returns what children sharing w should get as stderr: w
 // itself if it is a file (the child then writes to it directly), else w
-// behind a lock.
+// behind a lock: exec copies the stderr of a child whose Stderr is not an
+// *os.File in a goroutine of its own, so children sharing such a writer
+// (a buffer in tests) would race without it.
 func childStderr(w io.Writer) io.Writer {
 	if _, ok := w.(*os.File); ok {
 		return w
 	}
-	return &lockedWriter{w: w}
+	return syncio.NewWriter(w)
 }
 
 // startChild spawns argv. Its stderr goes to stderr, which must be safe for

@@ -3,7 +3,7 @@ package main
 // Tests of authentication as configured on the command line: startup
 // refuses bad settings naming them but never their values, the tokens and
 // secrets never reach a child, and a real bridge process challenges,
-// accepts and binds sessions as issue 4 says.
+// accepts and binds each session to the principal that made it.
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func TestAuthConfigValidation(t *testing.T) {
 	}
 	tests := []refusal{
 		// A name is shown only when its variable is set: one that is not
-		// may be the token itself (issue 10 point 10).
+		// may be the token itself, pasted where its name belongs.
 		{name: "token variable unset", args: []string{"--token-env", "NOPE_TOKEN"}, want: []string{"--token-env / MCP_BRIDGE_TOKEN_ENVS", "not a variable set", "NAME of a variable"}, notWant: []string{"NOPE_TOKEN"}},
 		{name: "token variable empty", args: []string{"--token-env", "EMPTY_TOKEN"}, env: []string{"EMPTY_TOKEN="}, want: []string{"EMPTY_TOKEN is empty"}},
 		{name: "token too short", env: []string{"MCP_BRIDGE_TOKEN_ENVS=SHORT_TOKEN", "SHORT_TOKEN=hunter2"}, want: []string{"SHORT_TOKEN", "shorter"}, notWant: []string{"hunter2"}},
@@ -124,8 +124,9 @@ func TestAuthProcess(t *testing.T) {
 		t.Fatalf("no token: status %d, challenge %q; want 401, %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), wantChallenge)
 	}
 	// An empty bearer token is an invalid token: 401 and the challenge
-	// that starts a client's authorization flow, not 400 (issue 10 point
-	// 12). net/http trims the header, so "Bearer " arrives as "Bearer".
+	// that starts a client's authorization flow, not 400, which would
+	// leave the client nowhere to go. net/http trims the header, so
+	// "Bearer " arrives as "Bearer".
 	for _, h := range []string{"Bearer ", "Bearer"} {
 		req, _ := http.NewRequest(http.MethodPost, p.URL, strings.NewReader(initializeBody))
 		req.Header.Set("Content-Type", "application/json")

@@ -89,8 +89,8 @@ func bigCall(s *rawSession, id string, n int, idFirst bool, accept string) ([]by
 	return data, nil
 }
 
-// bigAnswer is the size of the text of the big answers below: the 40 MiB
-// of issue 10.
+// bigAnswer is the size of the text of the big answers below: 40 MiB, a
+// file or an image an MCP server may well return.
 const bigAnswer = 40 << 20
 
 // TestBigAnswer: a 40 MiB answer reaches the client intact, byte for byte

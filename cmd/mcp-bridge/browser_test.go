@@ -1,10 +1,10 @@
 package main
 
-// TestBrowser is issue 4's browser evidence: a page in a real headless
-// Chromium, served from one loopback origin, uses the bridge on another
-// (CORS preflight, Authorization, the exposed Mcp-Session-Id and
-// WWW-Authenticate headers), and a page from a refused origin cannot: its
-// console shows why, and the bridge logs it (issue 10 point 11).
+// TestBrowser guards CORS and the Origin guard as a browser meets them: a
+// page in a real headless Chromium, served from one loopback origin, uses
+// the bridge on another (CORS preflight, Authorization, the exposed
+// Mcp-Session-Id and WWW-Authenticate headers), and a page from a refused
+// origin cannot: its console shows why, and the bridge logs it.
 
 import (
 	"bufio"
@@ -200,9 +200,9 @@ func TestBrowser(t *testing.T) {
 	if r.Error != "" || r.Result.OK || !strings.Contains(r.Result.Error, "Failed to fetch") {
 		t.Errorf("%s: a refused origin reached the bridge: %+v", refused, r)
 	}
-	// Issue 10 point 11: the refused page's console shows the bridge's
-	// reason, and the bridge logs the refusal with the flag that allows it.
-	// Chromium prints the Access-Control-Allow-Origin the refusal carries.
+	// The refused page's console shows the bridge's reason, and the bridge
+	// logs the refusal with the flag that allows it. Chromium prints the
+	// Access-Control-Allow-Origin the refusal carries.
 	origin := strings.TrimSuffix(refused, "/")
 	reason := "has a value 'refused-by-mcp-bridge:allow-it-with--allow-origin=" + origin + "' that is not equal to the supplied origin"
 	if !slices.ContainsFunc(r.Console, func(line string) bool { return strings.Contains(line, reason) }) {

@@ -2,8 +2,9 @@
 
 package main
 
-// Issue 10's "done means", at the process level: under chaos the answer
-// to "what was lost, what was left running" is zero in each mode.
+// Nothing lost and nothing left running under chaos, at the process
+// level: in each mode, every request gets its answer and no process
+// outlives its session or the bridge.
 
 import (
 	"bufio"

@@ -137,17 +137,12 @@ func startHAProxy(t *testing.T, cfg string) (url string, logs func() string) {
 	if out, err := check.CombinedOutput(); err != nil {
 		t.Fatalf("haproxy -c: %v\n%s\n%s", err, out, cfg)
 	}
-	var log bytes.Buffer
-	w := &lockedWriter{w: &log}
+	var log lockedBuffer
 	cmd := exec.Command(bin, "-db", "-f", path)
 	cmd.ExtraFiles = []*os.File{f}
-	cmd.Stdout, cmd.Stderr = w, w
+	cmd.Stdout, cmd.Stderr = &log, &log
 	runDaemon(t, cmd)
-	logs = func() string {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return log.String()
-	}
+	logs = log.String
 	return "http://" + addr, logs
 }
 
@@ -447,4 +442,23 @@ func loopbackListener(t *testing.T) (f *os.File, addr string) {
 		t.Fatal(err)
 	}
 	return f, addr
+}
+
+// lockedBuffer is the log of a daemon: exec copies its stdout and stderr
+// in goroutines of their own while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

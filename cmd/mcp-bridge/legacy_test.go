@@ -232,11 +232,10 @@ func checkLegacyTSResult(t *testing.T, res testpeers.TSResult) {
 	}
 }
 
-// TestLegacyClaimEnv is issue 10 point 14: a legacy HTTP+SSE session
-// starts its child with the --claim-env variables of its principal, as a
-// Streamable HTTP session does. The Go SDK's two client transports each
-// start a session as the same token principal, and the badchild reports
-// its environment.
+// TestLegacyClaimEnv: a legacy HTTP+SSE session starts its child with the
+// --claim-env variables of its principal, as a Streamable HTTP session
+// does. The Go SDK's two client transports each start a session as the same
+// token principal, and the badchild reports its environment.
 func TestLegacyClaimEnv(t *testing.T) {
 	badchild := testpeers.BuildGo(t, "./testdata/badchild")
 	for _, mode := range []string{"per-session", "per-identity"} {

@@ -26,6 +26,7 @@ import (
 	"github.com/mcp-bridge/mcp-bridge/internal/config"
 	"github.com/mcp-bridge/mcp-bridge/internal/demo"
 	"github.com/mcp-bridge/mcp-bridge/internal/registry"
+	"github.com/mcp-bridge/mcp-bridge/internal/syncio"
 	"github.com/mcp-bridge/mcp-bridge/stdio"
 )
 
@@ -169,7 +170,7 @@ func endpoint(authCtx context.Context, cfg *config.Config, environ []string, std
 	}
 	if audit != nil {
 		// The endpoints' lines, and the sandbox's refusals (sandbox.go).
-		audit = &lockedWriter{w: audit}
+		audit = syncio.NewWriter(audit)
 	}
 	hopts.Audit, hopts.Logger = audit, log
 	aopts, err := cfg.Approvals()
@@ -397,17 +398,3 @@ func requestsInFlight(busy bridge.Busy) string {
 // HTTP server waits for its handlers to write the errors that answer the
 // requests that were still in flight.
 const answerGrace = time.Second
-
-// lockedWriter serialises the writes of several writers of the audit log
-// (the endpoints, the sandbox's refusals), so their lines never
-// interleave.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}

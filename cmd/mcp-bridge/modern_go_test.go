@@ -1,9 +1,9 @@
 package main
 
-// Issue 12's second independent modern client: the official Go SDK
-// (go-sdk v1.8.0), unpinned, speaks MCP 2026-07-28 (server/discover first,
-// no session, _meta on every request) to a real bridge process. In front
-// of @modelcontextprotocol/server-everything, a 2025-only stdio server, the
+// A second independent modern client: the official Go SDK (go-sdk v1.8.0),
+// unpinned, speaks MCP 2026-07-28 (server/discover first, no session, _meta
+// on every request) to a real bridge process. In front of
+// @modelcontextprotocol/server-everything, a 2025-only stdio server, the
 // bridge translates: discovery, decorated results, MRTR for the child's
 // sampling, elicitation and roots requests, subscriptions/listen, and
 // cancellation by closing the stream. In front of the built-in demo, which

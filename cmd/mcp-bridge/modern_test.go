@@ -11,7 +11,7 @@ import (
 	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
 )
 
-// TestModernTypeScriptClient is issue 12's proof of the translation: the
+// TestModernTypeScriptClient guards the translation between the eras: the
 // official TypeScript SDK v2 client, pinned to MCP 2026-07-28 (stateless:
 // no initialize, no session), against the reference server-everything, a
 // legacy (2025) stdio server, behind the bridge in each mode
@@ -19,9 +19,9 @@ import (
 // with progress, a sampling, an elicitation and a roots request answered
 // through MRTR (input_required results that the SDK fulfils and retries),
 // -32021 for a client that cannot answer, subscriptions/listen with a
-// resource update, and cancellation by closing a call's stream, on a
-// leased child and on the pool's base child; the bridge counts both
-// cancellations it sent the children.
+// resource update, and cancellation by closing a call's stream, on a leased
+// child and on the pool's base child; the bridge counts both cancellations
+// it sent the children.
 func TestModernTypeScriptClient(t *testing.T) {
 	entry := filepath.Join(testpeers.NodeModules(t), "@modelcontextprotocol", "server-everything", "dist", "index.js")
 	node := testpeers.Node(t)

@@ -1,10 +1,10 @@
 package main
 
-// Issue 10 point 5: a client that sends complete headers and then its body
-// at a trickle holds its connection no longer than --read-timeout, on a
-// request the bridge reads (408) and on one it refuses without reading
-// (401); the bridge's long-lived responses, a GET stream and the SSE
-// answer of a slow call, live on past it.
+// A slow body: a client that sends complete headers and then its body at a
+// trickle holds its connection no longer than --read-timeout, on a request
+// the bridge reads (408) and on one it refuses without reading (401); the
+// bridge's long-lived responses, a GET stream and the SSE answer of a slow
+// call, live on past it.
 
 import (
 	"bufio"

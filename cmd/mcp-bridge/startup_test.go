@@ -1,9 +1,9 @@
 package main
 
-// Issue 10, what a new user meets at start: a command that cannot be found
-// stops the bridge with a message naming it, and in a --config file such a
-// server is refused alone (point 8); version and --version, and no stray
-// word taken for the command (point 9); no error shows a value (point 10).
+// What a new user meets at start: a command that cannot be found stops
+// the bridge with a message naming it, and in a --config file such a
+// server is refused alone; version and --version, and no stray word taken
+// for the command; no error shows a value.
 
 import (
 	"context"
@@ -142,9 +142,8 @@ func TestServersCommandNotFound(t *testing.T) {
 	}
 }
 
-// TestVersion is issue 10 point 9: mcp-bridge version and --version print
-// the version, the commit and the Go version, and a release build's
-// stamped version wins.
+// TestVersion: mcp-bridge version and --version print the version, the
+// commit and the Go version, and a release build's stamped version wins.
 func TestVersion(t *testing.T) {
 	bin := testpeers.BuildGo(t, "./cmd/mcp-bridge")
 	line := regexp.MustCompile(`^mcp-bridge (\S+) \(commit [^)]+\) (go\S+) (\S+/\S+)\n$`)
@@ -196,9 +195,9 @@ func TestVersionLine(t *testing.T) {
 	}
 }
 
-// TestStrayWords is issue 10 point 9: a word before -- is refused with a
-// message saying the command goes after --, instead of becoming the
-// command; the command after -- and MCP_BRIDGE_COMMAND still work.
+// TestStrayWords: a word before -- is refused with a message saying the
+// command goes after --, instead of becoming the command; the command after
+// -- and MCP_BRIDGE_COMMAND still work.
 func TestStrayWords(t *testing.T) {
 	bin := testpeers.BuildGo(t, "./cmd/mcp-bridge")
 	tests := []struct {
@@ -238,12 +237,11 @@ func TestStrayWords(t *testing.T) {
 	})
 }
 
-// TestFlagErrorsShowNoValue is issue 10 point 10: for every flag, given
-// as a flag and as its variable, a bad value that looks like a token is
-// refused with a message naming the flag and the variable, and the value
-// never appears; flags that take a variable's name say so. The flag
-// package's own messages (which quote the value) and its whole usage are
-// never printed.
+// TestFlagErrorsShowNoValue: for every flag, given as a flag and as its
+// variable, a bad value that looks like a token is refused with a message
+// naming the flag and the variable, and the value never appears; flags that
+// take a variable's name say so. The flag package's own messages (which
+// quote the value) and its whole usage are never printed.
 func TestFlagErrorsShowNoValue(t *testing.T) {
 	bin := testpeers.BuildGo(t, "./cmd/mcp-bridge")
 	// Token-shaped, and with an underscore, so it is no host name either.

@@ -1,10 +1,10 @@
 package main
 
-// Issue 10 point 15: who sees what of the others. The web page shows each
-// principal its own sessions and children (admins, --admin, everything),
-// tested in Chromium with real sessions of two principals; /metrics can
-// require a token of its own (--metrics-token-env); both flags are
-// validated without echoing a value.
+// Who sees what of the others. The web page shows each principal its own
+// sessions and children (admins, --admin, everything), tested in Chromium
+// with real sessions of two principals; /metrics can require a token of its
+// own (--metrics-token-env); both flags are validated without echoing a
+// value.
 
 import (
 	"context"
@@ -117,14 +117,14 @@ type liveviewResult struct {
 
 func (r *liveviewResult) failed() string { return r.Failed }
 
-// TestWebTenancyInBrowser is issue 10 point 15's browser evidence. Two
-// principals, Alice and Bob, hold sessions (real Go SDK clients) whose
-// children each got a secret of theirs on stderr, on two real bridges:
-// one server in per-session mode, and --config with a per-session server
-// (solo) and a shared one (everyone). In Chromium, each principal's page
-// shows their sessions and children and nothing of the other's (no
-// session, no child pid, no stderr, not their name); the shared child
-// shows, but not its stderr, which mixes both; the page of an admin
+// TestWebTenancyInBrowser: what one principal sees of another, as a browser
+// shows it. Two principals, Alice and Bob, hold sessions (real Go SDK
+// clients) whose children each got a secret of theirs on stderr, on two
+// real bridges: one server in per-session mode, and --config with a
+// per-session server (solo) and a shared one (everyone). In Chromium, each
+// principal's page shows their sessions and children and nothing of the
+// other's (no session, no child pid, no stderr, not their name); the shared
+// child shows, but not its stderr, which mixes both; the page of an admin
 // (--admin token:ROOT_TOKEN) shows everything.
 func TestWebTenancyInBrowser(t *testing.T) {
 	node, nodeModules := browserPeers(t)

@@ -1,8 +1,8 @@
 package main
 
-// Issue 10 at the process level: --request-timeout and --init-timeout
-// reach the bridge, and a real client process that vanishes with a call
-// in flight, without DELETE, leaves nothing behind.
+// Bounded waits at the process level: --request-timeout and --init-timeout
+// reach the bridge, and a real client process that vanishes with a call in
+// flight, without DELETE, leaves nothing behind.
 
 import (
 	"bufio"
@@ -55,13 +55,13 @@ func TestTimeoutFlags(t *testing.T) {
 	})
 }
 
-// TestVanishedClient (issue 10 point 4): a TypeScript SDK client process
-// calls a tool that never answers and is killed: no DELETE, its
-// connections just drop. In every mode the call times out and the child
-// is told to cancel it; the session then idles out; and the process is
-// stopped where it was the client's own (per-session, or its principal's
-// in per-identity mode), while a shared one serves on. Before, the call
-// in flight kept the session and its process for good.
+// TestVanishedClient: a TypeScript SDK client process calls a tool that
+// never answers and is killed: no DELETE, its connections just drop. In
+// every mode the call times out and the child is told to cancel it; the
+// session then idles out; and the process is stopped where it was the
+// client's own (per-session, or its principal's in per-identity mode),
+// while a shared one serves on. Before, the call in flight kept the session
+// and its process for good.
 func TestVanishedClient(t *testing.T) {
 	node := testpeers.Node(t)
 	script := filepath.Join(filepath.Dir(testpeers.NodeModules(t)), "vanishclient.mjs")

@@ -1,11 +1,11 @@
 package main
 
-// TestWebPageInBrowser is issue 6's browser evidence for the web page: in
-// a real headless Chromium, the bridge's own page asks for the token (and
-// turns a wrong one away), shows live a session that a Go SDK client
-// holds open, and its console connects through the bridge's MCP endpoint,
-// lists the tools and calls two of them, showing the result and the
-// progress as it arrives.
+// TestWebPageInBrowser guards the web page as a browser shows it: in a real
+// headless Chromium, the bridge's own page asks for the token (and turns a
+// wrong one away), shows live a session that a Go SDK client holds open,
+// and its console connects through the bridge's MCP endpoint, lists the
+// tools and calls two of them, showing the result and the progress as it
+// arrives.
 
 import (
 	"bufio"

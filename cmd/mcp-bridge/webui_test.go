@@ -1,8 +1,8 @@
 package main
 
-// Issue 13 section 4: the web page, tested in a real headless Chromium
-// against a real bridge and its demo server (testdata/node/webui.mjs drives
-// the page; these tests judge what it showed):
+// The web page, tested in a real headless Chromium against a real bridge
+// and its demo server (testdata/node/webui.mjs drives the page; these tests
+// judge what it showed):
 //
 //   - the "Connect a client" panel: every endpoint as a full URL (the MCP
 //     endpoint, legacy /sse and /message, /metrics, /healthz, /readyz) with

@@ -31,13 +31,13 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
 	"github.com/mcp-bridge/mcp-bridge/internal/config"
+	"github.com/mcp-bridge/mcp-bridge/internal/syncio"
 )
 
 // Options configure a Registry.
@@ -139,7 +139,7 @@ func Open(opts Options) (*Registry, error) {
 	}
 	if opts.HTTP.Audit != nil {
 		// Every server's endpoint writes to it, and the registry API.
-		opts.HTTP.Audit = &lockedWriter{w: opts.HTTP.Audit}
+		opts.HTTP.Audit = syncio.NewWriter(opts.HTTP.Audit)
 	}
 	if opts.HoldBeforeRename == nil {
 		if path := lookup(opts.Environ, TestHoldEnv); path != "" {
@@ -409,19 +409,6 @@ func (r *Registry) etag(name string, e config.Entry) string {
 	mac.Write([]byte{0})
 	mac.Write(e.Canonical())
 	return `"` + hex.EncodeToString(mac.Sum(nil)[:16]) + `"`
-}
-
-// lockedWriter serialises the writes of several audit logs to one
-// writer, so their lines never interleave.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // lookup is the value of variable k in environ.

@@ -1,6 +1,6 @@
 // modernview drives mcp-bridge's web page in a real headless Chromium
 // (Debian's chromium, driven by playwright-core) to see what it shows of
-// MCP 2026-07-28 requests, for the web page test of issue 12.
+// MCP 2026-07-28 requests: calls running, parked for input and listening.
 //
 // Usage: node modernview.mjs <page-url> <token> <screenshot.png>
 //
