@@ -21,6 +21,9 @@ type mcpHandler struct {
 	log    *slog.Logger
 	limits *limits   // nil without per-principal limits
 	audit  *auditLog // nil without an audit log
+	// questions are the bridge's own questions to its sessions' clients
+	// waiting for their answers (held.go).
+	questions questions
 }
 
 // serve adapts a handler that returns an error, as tsweb does: an error
@@ -135,6 +138,14 @@ func (h *mcpHandler) sessionPost(w http.ResponseWriter, r *http.Request, p *post
 	if done, err := h.admitted(w, r, p, sess); done {
 		return err
 	}
+	if p.held != nil {
+		return h.respond(w, r, p, h.hold(r.Context(), p, sess, p.jsonOnly), answer{})
+	}
+	if len(p.msgs) == 0 {
+		// Nothing but answers to the bridge's own questions.
+		w.WriteHeader(http.StatusAccepted)
+		return nil
+	}
 	rd, err := sess.Send(p.msgs, p.jsonOnly)
 	if err != nil {
 		return err
@@ -224,7 +235,7 @@ func (h *mcpHandler) respond(w http.ResponseWriter, r *http.Request, p *post, rd
 		return nil
 	}
 	defer rd.Close()
-	out := outbound{filter: p.filter, rec: p.rec, call: a.call}
+	out := outbound{filter: p.filter, rec: p.rec, call: a.call, catalog: h.opts.Approval.Catalog()}
 	ctx := r.Context()
 	mode := h.mode(p.takes)
 	if a.stream && p.takes.sse {

@@ -18,6 +18,9 @@ func (h *mcpHandler) stateless(w http.ResponseWriter, r *http.Request, p *post) 
 	if done, err := h.admitted(w, r, p, nil); done {
 		return err
 	}
+	if p.held != nil {
+		return h.respond(w, r, p, h.holdStateless(r.Context(), p), answer{})
+	}
 	sess, cached, err := h.srv.Stateless(r.Context(), &p.msgs[0])
 	if err != nil {
 		return err
