@@ -49,6 +49,8 @@ type approvalEnv struct {
 	auditMu sync.Mutex
 	audit   bytes.Buffer
 	wg      sync.WaitGroup
+	// runs is the badchild's -runs file, if it was given one.
+	runs string
 }
 
 func (a *approvalEnv) Write(p []byte) (int, error) {
@@ -65,6 +67,13 @@ func (a *approvalEnv) auditLog() string {
 
 func newApprovalEnv(t *testing.T, opts approval.Options, ho httpapi.Options) *approvalEnv {
 	t.Helper()
+	return newApprovalEnvWith(t, opts, envOpts{http: ho})
+}
+
+// newApprovalEnvWith is newApprovalEnv on a bridge of eo's (its mode).
+func newApprovalEnvWith(t *testing.T, opts approval.Options, eo envOpts) *approvalEnv {
+	t.Helper()
+	ho := eo.http
 	names := make([]string, 0, len(approvalTokens))
 	for n := range approvalTokens {
 		names = append(names, n)
@@ -85,7 +94,8 @@ func newApprovalEnv(t *testing.T, opts approval.Options, ho httpapi.Options) *ap
 	}
 	a.engine = approval.New(opts)
 	ho.Auth, ho.Admins, ho.Approvals = v, auth.Subjects{"token:ADMIN_TOKEN"}, a.engine
-	a.env = newEnv(t, envOpts{http: ho})
+	eo.http = ho
+	a.env = newEnv(t, eo)
 	t.Cleanup(func() {
 		a.engine.Close() // every held call still waiting returns
 		a.wg.Wait()

@@ -7,20 +7,44 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcp-bridge/mcp-bridge/approval"
+	"github.com/mcp-bridge/mcp-bridge/bridge"
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
+	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
 )
 
-// heldEnv is an approvalEnv whose server holds every echo call.
-func heldEnv(t *testing.T, opts approval.Options, ho httpapi.Options) *approvalEnv {
+// heldEnv is an approvalEnv whose server holds every echo call, and whose
+// children record every echo call they run (ran).
+func heldEnv(t *testing.T, opts approval.Options, eo envOpts) *approvalEnv {
 	t.Helper()
-	ho.Approval = approval.NewPolicy("files", []approval.Rule{mustApprovalRule("*=echo")}, false)
-	return newApprovalEnv(t, opts, ho)
+	if eo.http.Approval == nil {
+		eo.http.Approval = approval.NewPolicy("files", []approval.Rule{mustApprovalRule("*=echo")}, false)
+	}
+	runs := filepath.Join(t.TempDir(), "runs")
+	eo.command = []string{testpeers.BuildGo(t, "./testdata/badchild"), "-runs", runs}
+	a := newApprovalEnvWith(t, opts, eo)
+	a.runs = runs
+	return a
+}
+
+// ran is how many times the server's children ran echo with message, by
+// their own record.
+func (a *approvalEnv) ran(t *testing.T, message string) int {
+	t.Helper()
+	b, err := os.ReadFile(a.runs)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), strconv.Quote(message)+"\n")
 }
 
 // session25 starts a 2025-11-25 session of who's, whose client declares
@@ -114,7 +138,7 @@ func TestHeldCallElicitation(t *testing.T) {
 		{"a string true", `{"action":"accept","content":{"approve":"true"}}`, "0", "malformed"},
 		{"a model's confirm beside it", `{"action":"accept","content":{"approve":true,"confirm":true}}`, "0", "malformed"},
 	}
-	a := heldEnv(t, approval.Options{ProgressInterval: 20 * time.Millisecond}, httpapi.Options{})
+	a := heldEnv(t, approval.Options{ProgressInterval: 20 * time.Millisecond}, envOpts{})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			sid, h := a.session25(t, "ALICE_TOKEN", `{"elicitation":{}}`)
@@ -163,5 +187,211 @@ func TestHeldCallElicitation(t *testing.T) {
 				t.Errorf("after a replayed answer the server ran echo %s times, want %s", n, tt.ran)
 			}
 		})
+	}
+}
+
+// TestHeldCallModes: the bridge's question and the call it releases, in
+// every session mode (the child of one session, shared by every session,
+// or one per principal).
+func TestHeldCallModes(t *testing.T) {
+	for _, mode := range []string{bridge.ModePerSession, bridge.ModeShared, bridge.ModePerIdentity} {
+		t.Run(mode, func(t *testing.T) {
+			a := heldEnv(t, approval.Options{}, envOpts{bridge: bridge.Config{Mode: mode}})
+			sid, h := a.session25(t, "ALICE_TOKEN", `{"elicitation":{"form":{}}}`)
+			hp := a.postCall(t.Context(), t, sid, h, 7, `{"message":"hi"}`, "")
+			defer hp.resp.Body.Close()
+			q := hp.next(t)
+			if q["method"] != "elicitation/create" {
+				t.Fatalf("asked %v", q)
+			}
+			a.answer(t, sid, h, q["id"], `{"action":"accept","content":{"approve":true}}`)
+			if res := hp.next(t); text(res) != "hi" {
+				t.Errorf("answered %v", res)
+			}
+			if n := a.count(t, sid, h); n != "1" {
+				t.Errorf("the server ran echo %s times, want 1", n)
+			}
+			audit := a.auditLog()
+			for _, ev := range []string{`"event":"approval_requested"`, `"event":"approved","approval"`, `"event":"executed"`, `"channel":"caller","approver":"ALICE_TOKEN"`} {
+				if !strings.Contains(audit, ev) {
+					t.Errorf("no %s in the audit log:\n%s", ev, audit)
+				}
+			}
+		})
+	}
+}
+
+// modernCall is a 2026-07-28 tools/call of echo by who, with caps, and
+// with the retry's requestState and the answer to the bridge's question
+// when given.
+func (a *approvalEnv) modernCall(t *testing.T, who string, args map[string]any, caps map[string]any, rs string, answer any) map[string]any {
+	t.Helper()
+	params := map[string]any{"name": "echo", "arguments": args}
+	if rs != "" {
+		params["requestState"] = rs
+		params["inputResponses"] = map[string]any{"mcp-bridge-approval": answer}
+	}
+	m := readMessages(t, a.do(modernRequest{id: 5, method: "tools/call", params: params, caps: caps, token: approvalTokens[who]}.req()))
+	if len(m) != 1 {
+		t.Fatalf("%d messages: %v", len(m), m)
+	}
+	return m[0]
+}
+
+// inputRequired is the bridge's question in an input_required result, and
+// its requestState.
+func inputRequired(t *testing.T, m map[string]any) (question map[string]any, rs string) {
+	t.Helper()
+	r, _ := m["result"].(map[string]any)
+	reqs, _ := r["inputRequests"].(map[string]any)
+	question, _ = reqs["mcp-bridge-approval"].(map[string]any)
+	rs, _ = r["requestState"].(string)
+	if r["resultType"] != "input_required" || question["method"] != "elicitation/create" || !strings.HasPrefix(rs, "mb1.") {
+		t.Fatalf("not the bridge's question: %v", m)
+	}
+	return question, rs
+}
+
+// TestHeldModern: a 2026-07-28 client is asked in an input_required
+// result; its retry with accept and approve: true runs the call once. The
+// requestState is sealed and bound: replayed, with other arguments, or by
+// another principal it is refused and runs nothing; a decline denies.
+func TestHeldModern(t *testing.T) {
+	a := heldEnv(t, approval.Options{}, envOpts{})
+	caps := map[string]any{"elicitation": map[string]any{}}
+	args := map[string]any{"message": "m1"}
+	approve := map[string]any{"action": "accept", "content": map[string]any{"approve": true}}
+	modernCount := func() string { return strconv.Itoa(a.ran(t, "m1")) }
+	q, rs := inputRequired(t, a.modernCall(t, "ALICE_TOKEN", args, caps, "", nil))
+	if p, _ := q["params"].(map[string]any); !strings.Contains(p["message"].(string), `"message":"m1"`) {
+		t.Errorf("the question: %v", q)
+	}
+	// Another principal, other arguments: the binding refuses the state
+	// (and the state is single use only once it opens).
+	for _, tt := range []struct {
+		who  string
+		args map[string]any
+	}{{"BOB_TOKEN", args}, {"ALICE_TOKEN", map[string]any{"message": "m2"}}, {"ALICE_TOKEN", map[string]any{"message": "m1", "confirm": true}}} {
+		m := a.modernCall(t, tt.who, tt.args, caps, rs, approve)
+		if e, _ := m["error"].(map[string]any); e == nil || !strings.Contains(e["message"].(string), "does not belong to this request") {
+			t.Errorf("%s %v: %v", tt.who, tt.args, m)
+		}
+	}
+	if res := a.modernCall(t, "ALICE_TOKEN", args, caps, rs, approve); text(res) != "m1" {
+		t.Fatalf("approved: %v", res)
+	}
+	if n := modernCount(); n != "1" {
+		t.Errorf("the server ran echo %s times, want 1", n)
+	}
+	// Replayed: single use; the call does not run again.
+	if m := a.modernCall(t, "ALICE_TOKEN", args, caps, rs, approve); !strings.Contains(sprintf("%v", m["error"]), "already used") {
+		t.Errorf("replayed: %v", m)
+	}
+	// The same call again asks again; a decline denies it.
+	_, rs = inputRequired(t, a.modernCall(t, "ALICE_TOKEN", args, caps, "", nil))
+	if got, isErr := isErrorText(a.modernCall(t, "ALICE_TOKEN", args, caps, rs, map[string]any{"action": "decline"})); !isErr || !strings.Contains(got, "declined") {
+		t.Errorf("declined: %q", got)
+	}
+	// A model's consent in the arguments or _meta counts for nothing:
+	// asked like any other.
+	inputRequired(t, a.modernCall(t, "ALICE_TOKEN", map[string]any{"message": "m1", "approved": true, "_meta": map[string]any{"approved": true}}, caps, "", nil))
+	if n := modernCount(); n != "1" {
+		t.Errorf("the server ran echo %s times, want 1", n)
+	}
+}
+
+// TestHeldOperator: a held 2025 call whose client cannot be asked waits
+// for an operator, with progress, keeping its session; an approval
+// through the API, found on its event stream, releases it, and it runs
+// once; a denial answers it without running it.
+func TestHeldOperator(t *testing.T) {
+	for _, verdict := range []string{"approve", "deny"} {
+		t.Run(verdict, func(t *testing.T) {
+			a := heldEnv(t, approval.Options{ProgressInterval: 20 * time.Millisecond}, envOpts{})
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			r, _ := http.NewRequestWithContext(ctx, "GET", a.srv.URL+httpapi.ApprovalsEventsPath, nil)
+			r.Header.Set("Authorization", "Bearer "+approvalTokens["OPS_TOKEN"])
+			events, err := a.client.Do(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer events.Body.Close()
+			stream := newSSEReader(events.Body)
+
+			sid, h := a.session25(t, "ALICE_TOKEN", `{}`)
+			hp := a.postCall(t.Context(), t, sid, h, 7, `{"message":"op"}`, "p1")
+			defer hp.resp.Body.Close()
+			if m := hp.next(t); m["method"] != "notifications/progress" {
+				t.Fatalf("first on the call's stream: %v", m)
+			}
+			var id string
+			for id == "" {
+				ev, ok := stream.next()
+				if !ok {
+					t.Fatal("the operators' stream ended")
+				}
+				var e struct {
+					Event    string `json:"event"`
+					Approval struct{ ID, Tool string }
+				}
+				_ = json.Unmarshal([]byte(ev.data), &e)
+				if e.Event == approval.EventRequested && e.Approval.Tool == "echo" {
+					id = e.Approval.ID
+				}
+			}
+			if code, body := a.decide(t, "OPS_TOKEN", id, verdict, "checked"); code != http.StatusOK {
+				t.Fatalf("decide: %d %s", code, body)
+			}
+			var res map[string]any
+			for res = hp.next(t); res["method"] != nil; res = hp.next(t) {
+			}
+			got, isErr := isErrorText(res)
+			want := map[string]string{"approve": "1", "deny": "0"}[verdict]
+			if verdict == "approve" && (isErr || got != "op") || verdict == "deny" && (!isErr || !strings.Contains(got, "checked")) {
+				t.Errorf("answered %v", res)
+			}
+			if n := a.count(t, sid, h); n != want {
+				t.Errorf("the server ran echo %s times, want %s", n, want)
+			}
+		})
+	}
+}
+
+// TestHeldRetry: a client that drops its connection while its call waits,
+// and sends the same call again, waits on the same approval: one approval
+// runs the tool exactly once. Its session lives on meanwhile.
+func TestHeldRetry(t *testing.T) {
+	a := heldEnv(t, approval.Options{}, envOpts{})
+	sid, h := a.session25(t, "ALICE_TOKEN", `{}`)
+	ctx, drop := context.WithCancel(t.Context())
+	first := a.postCall(ctx, t, sid, h, 7, `{"message":"again"}`, "")
+	id := a.next(t, approval.EventRequested).Approval.ID
+	drop()
+	first.resp.Body.Close()
+	retry := a.postCall(t.Context(), t, sid, h, 8, `{"message":"again"}`, "")
+	defer retry.resp.Body.Close()
+	// The retry waits on the approval the first call made: one pending.
+	for {
+		if l := a.list(t, "OPS_TOKEN", "?state=pending"); len(l.Approvals) == 1 && l.Approvals[0].ID == id && l.Approvals[0].Waiting == 1 {
+			break
+		}
+		select {
+		case <-time.After(10 * time.Millisecond): // polling the API, not a timed assertion
+		case <-t.Context().Done():
+			t.Fatal("the retry never waited")
+		}
+	}
+	if code, body := a.decide(t, "OPS_TOKEN", id, "approve", ""); code != http.StatusOK {
+		t.Fatalf("decide: %d %s", code, body)
+	}
+	if res := retry.next(t); text(res) != "again" || res["id"] != json.Number("8") {
+		t.Errorf("the retry got %v", res)
+	}
+	if n := a.count(t, sid, h); n != "1" {
+		t.Errorf("the server ran echo %s times, want 1", n)
+	}
+	if l := a.list(t, "OPS_TOKEN", "?state=all"); len(l.Approvals) != 0 {
+		t.Errorf("left: %+v", l.Approvals)
 	}
 }
