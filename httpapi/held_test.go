@@ -11,12 +11,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcp-bridge/mcp-bridge/approval"
+	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
 	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
@@ -393,5 +395,140 @@ func TestHeldRetry(t *testing.T) {
 	}
 	if l := a.list(t, "OPS_TOKEN", "?state=all"); len(l.Approvals) != 0 {
 		t.Errorf("left: %+v", l.Approvals)
+	}
+}
+
+// TestHeldBound: 100 held calls through HTTP, of two principals, at the
+// bounds: the 101st is answered at once saying which bound; clients that
+// leave leave their approvals pending, and nothing else: once those are
+// denied through the API, no approval, held reader, question or goroutine
+// is left, and the server ran none of them.
+func TestHeldBound(t *testing.T) {
+	a := heldEnv(t, approval.Options{Timeout: time.Hour, MaxPending: 100, MaxPendingPerPrincipal: 60}, envOpts{})
+	type who struct {
+		sid string
+		h   map[string]string
+	}
+	callers := []who{}
+	for _, name := range []string{"ALICE_TOKEN", "BOB_TOKEN"} {
+		sid, h := a.session25(t, name, `{"elicitation":{}}`)
+		callers = append(callers, who{sid, h})
+	}
+	a.count(t, callers[0].sid, callers[0].h) // every child started, every connection made
+	a.count(t, callers[1].sid, callers[1].h)
+	before := runtime.NumGoroutine()
+	ctx, drop := context.WithCancel(t.Context())
+	var posts []*heldPost
+	for i := range 100 {
+		c := callers[min(i/60, 1)]
+		hp := a.postCall(ctx, t, c.sid, c.h, 100+i, sprintf(`{"message":"b%d"}`, i), "")
+		posts = append(posts, hp)
+		if q := hp.next(t); q["method"] != "elicitation/create" {
+			t.Fatalf("call %d: %v", i, q)
+		}
+	}
+	if st := a.engine.Stats(); st.Pending != 100 {
+		t.Fatalf("%d pending, want 100", st.Pending)
+	}
+	for _, tt := range []struct {
+		c    who
+		says string
+	}{
+		{callers[1], "100 approvals are pending, the most the bridge holds (--max-approvals)"},
+		{callers[0], "100 approvals are pending"},
+	} {
+		hp := a.postCall(t.Context(), t, tt.c.sid, tt.c.h, 999, `{"message":"over"}`, "")
+		if got, isErr := isErrorText(hp.next(t)); !isErr || !strings.Contains(got, tt.says) {
+			t.Errorf("past the bound: %q", got)
+		}
+		hp.resp.Body.Close()
+	}
+	// Every client leaves; the approvals wait for a retry, alone.
+	drop()
+	for _, hp := range posts {
+		hp.resp.Body.Close()
+	}
+	for _, v := range a.list(t, "OPS_TOKEN", "").Approvals {
+		if code, body := a.decide(t, "OPS_TOKEN", v.ID, "deny", ""); code != http.StatusOK {
+			t.Fatalf("%d %s", code, body)
+		}
+	}
+	if st := a.engine.Stats(); st.Pending != 0 {
+		t.Errorf("left: %+v", st)
+	}
+	a.client.CloseIdleConnections()
+	deadline := time.Now().Add(20 * time.Second)
+	for runtime.NumGoroutine() > before+5 && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+	after := runtime.NumGoroutine()
+	if after > before+5 {
+		t.Errorf("goroutines: %d before the calls, %d after", before, after)
+	}
+	t.Logf("goroutines: %d before the calls, %d after", before, after)
+	for i := range 100 {
+		if n := a.ran(t, sprintf("b%d", i)); n != 0 {
+			t.Errorf("b%d ran %d times", i, n)
+		}
+	}
+}
+
+// TestHeldStateless: in stateless mode (no session to ask in), a held call
+// waits for an operator and, approved, runs once on a request of its own.
+func TestHeldStateless(t *testing.T) {
+	a := heldEnv(t, approval.Options{}, envOpts{http: httpapi.Options{Stateless: true}})
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := a.try(t.Context(), req{body: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"st"}}}`,
+			version: "2025-11-25", header: map[string]string{"Authorization": "Bearer " + approvalTokens["ALICE_TOKEN"]}})
+		done <- result{resp, err}
+	}()
+	id := a.next(t, approval.EventRequested).Approval.ID
+	if code, body := a.decide(t, "OPS_TOKEN", id, "approve", ""); code != http.StatusOK {
+		t.Fatalf("decide: %d %s", code, body)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if msgs := readMessages(t, r.resp); len(msgs) != 1 || text(msgs[0]) != "st" {
+		t.Errorf("answered %v", msgs)
+	}
+	if n := a.ran(t, "st"); n != 1 {
+		t.Errorf("ran %d times, want 1", n)
+	}
+}
+
+// TestHeldCatalog: a rule's annotation counts only for a server the
+// operator trusts, and only once the bridge has relayed the server's
+// tools/list: echo_count, which its server says is read-only, is held by
+// "*=echo*@destructiveHint" until then, and on an untrusted server always.
+func TestHeldCatalog(t *testing.T) {
+	for _, trusted := range []bool{true, false} {
+		t.Run(map[bool]string{true: "trusted", false: "untrusted"}[trusted], func(t *testing.T) {
+			policy := approval.NewPolicy("files", []approval.Rule{mustApprovalRule("*=echo*@destructiveHint")}, trusted)
+			a := heldEnv(t, approval.Options{Approvers: auth.Subjects{}}, envOpts{http: httpapi.Options{Approval: policy}})
+			sid, h := a.session25(t, "ALICE_TOKEN", `{}`)
+			held := func(tool string) bool {
+				t.Helper()
+				m := readMessages(t, a.do(req{body: `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"message":"c"}}}`, sid: sid, version: "2025-11-25", header: h}))
+				got, isErr := isErrorText(m[0])
+				return isErr && strings.Contains(got, "needs a human's approval")
+			}
+			if !held("echo_count") {
+				t.Error("echo_count ran before its server described it")
+			}
+			readMessages(t, a.do(req{body: `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, sid: sid, version: "2025-11-25", header: h}))
+			if got := held("echo_count"); got != !trusted {
+				t.Errorf("echo_count held %v after tools/list, want %v", got, !trusted)
+			}
+			if !held("echo") {
+				t.Error("echo, which says nothing (destructive by default), ran")
+			}
+		})
 	}
 }
