@@ -92,6 +92,8 @@ type heldReader struct {
 	// later is the answer of a call whose caller is asked later
 	// (2026-07-28: an input_required result), nil for a 2025 one.
 	later func(approval.Outcome) []byte
+	// modern: the call is of 2026-07-28, whose results say their type.
+	modern bool
 	// release lets go of the session's Hold, nil for none.
 	release func()
 
@@ -220,7 +222,11 @@ func (x *heldReader) final(out *approval.Outcome) (bridge.Event, bool) {
 	if msg == "" {
 		msg = "tool " + strconv.Quote(x.call.tool) + " was not run: it needs a human's approval"
 	}
-	res, _ := json.Marshal(map[string]any{"content": []map[string]string{{"type": "text", "text": msg}}, "isError": true})
+	result := map[string]any{"content": []map[string]string{{"type": "text", "text": msg}}, "isError": true}
+	if x.modern {
+		result["resultType"] = "complete"
+	}
+	res, _ := json.Marshal(result)
 	return bridge.Event{Data: []byte(`{"jsonrpc":"2.0","id":` + string(x.call.id) + `,"result":` + string(res) + `}`)}, true
 }
 
@@ -569,7 +575,7 @@ func (h *mcpHandler) modernHeld(w http.ResponseWriter, r *http.Request, p *post,
 	}
 	ch.askLater = bridge.DeclaresFormElicitation(msg.ClientCapabilities())
 	ctx := r.Context()
-	x := &heldReader{call: c, rec: p.rec}
+	x := &heldReader{call: c, rec: p.rec, modern: true}
 	x.send = func() (bridge.Reader, error) {
 		call, err := h.srv.Modern(ctx, bridge.ModernRequest{Message: msg, Headers: modernHeaders(r), Owner: owner(pr),
 			Env: claimEnv(h.opts.ClaimEnv, pr), Private: pr.Method != "" || h.opts.ToolPolicy != nil})

@@ -5,11 +5,13 @@ package httpapi_test
 // "exactly once" and "never ran" are checked on the server's side).
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -528,6 +530,99 @@ func TestHeldCatalog(t *testing.T) {
 			}
 			if !held("echo") {
 				t.Error("echo, which says nothing (destructive by default), ran")
+			}
+		})
+	}
+}
+
+// approvalClientResult is what testdata/node/approvalclient.mjs saw.
+type approvalClientResult struct {
+	Asked     []string        `json:"asked"`
+	Schema    json.RawMessage `json:"schema"`
+	Withdrawn int             `json:"withdrawn"`
+	Progress  int             `json:"progress"`
+	Text      string          `json:"text"`
+	IsError   bool            `json:"isError"`
+	Error     string          `json:"error"`
+	Retries   int             `json:"retries"`
+	Errors    []string        `json:"errors"`
+}
+
+// runApprovalClient runs approvalclient.mjs in mode against url, as
+// ALICE, with env added.
+func runApprovalClient(t *testing.T, mode, url string, env ...string) approvalClientResult {
+	t.Helper()
+	node, modules := testpeers.Node(t), testpeers.NodeModules(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join(filepath.Dir(modules), "approvalclient.mjs"), mode, url)
+	cmd.Env = append(os.Environ(), append(env, "APPROVAL_TOKEN="+approvalTokens["ALICE_TOKEN"])...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	lines := bytes.Split(bytes.TrimSpace(stdout.Bytes()), []byte("\n"))
+	var res approvalClientResult
+	if perr := json.Unmarshal(lines[len(lines)-1], &res); perr != nil || err != nil {
+		t.Fatalf("approvalclient %s: %v (%v)\nstderr:\n%s\nstdout:\n%s", mode, err, perr, stderr.Bytes(), stdout.Bytes())
+	}
+	return res
+}
+
+// TestHeldRealClients: the caller's channel with the official TypeScript
+// SDK clients: v1 over Streamable HTTP and the legacy HTTP+SSE transport,
+// answering the bridge's elicitation/create; v2 pinned to 2026-07-28,
+// answering the bridge's input_required through MRTR. Approve runs the
+// call once; deny and decline answer isError, saying which; a user who
+// never answers sees the question withdrawn at the expiry (2025), or
+// answers too late to a sealed state that has expired (2026-07-28); the
+// server runs nothing but the approved calls.
+func TestHeldRealClients(t *testing.T) {
+	tests := []struct {
+		mode, answer string
+		timeout      time.Duration // --approval-timeout; 0: the default
+		ran          int
+		says         string // the isError text or the error holds it; "" for the call's own answer
+	}{
+		{"v1-streamable", "approve", 0, 1, ""},
+		{"v1-streamable", "deny", 0, 0, "approve: false"},
+		{"v1-streamable", "decline", 0, 0, "declined"},
+		{"v1-streamable", "wait", 2 * time.Second, 0, "nobody approved it within 2s"},
+		{"v1-sse", "approve", 0, 1, ""},
+		{"v1-sse", "deny", 0, 0, "approve: false"},
+		{"v2", "approve", 0, 1, ""},
+		{"v2", "deny", 0, 0, "approve: false"},
+		{"v2", "late", 2 * time.Second, 0, "requestState is invalid, expired or already used"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode+"/"+tt.answer, func(t *testing.T) {
+			a := heldEnv(t, approval.Options{Timeout: tt.timeout}, envOpts{})
+			url := a.url
+			if tt.mode == "v1-sse" {
+				url = a.srv.URL + "/sse"
+			}
+			msg := "approved call " + tt.mode + " " + tt.answer
+			res := runApprovalClient(t, tt.mode, url, `APPROVAL_ARGS={"message":"`+msg+`"}`, "APPROVAL_ANSWER="+tt.answer, "APPROVAL_DELAY_MS=3000")
+			if len(res.Asked) != 1 || !strings.Contains(res.Asked[0], "Tool: echo") || !strings.Contains(res.Asked[0], msg) {
+				t.Errorf("asked %q", res.Asked)
+			}
+			if !strings.Contains(string(res.Schema), `"approve":{"type":"boolean"`) {
+				t.Errorf("the form %s", res.Schema)
+			}
+			switch {
+			case tt.says == "" && (res.IsError || res.Text != msg || res.Error != ""):
+				t.Errorf("approved: %+v", res)
+			case tt.says != "" && !strings.Contains(res.Text+res.Error, tt.says):
+				t.Errorf("want %q: %+v", tt.says, res)
+			}
+			if tt.answer == "wait" && res.Withdrawn != 1 {
+				t.Errorf("the question was not withdrawn: %+v", res)
+			}
+			if tt.mode == "v2" && res.Retries != 1 {
+				t.Errorf("%d retries, want 1", res.Retries)
+			}
+			if n := a.ran(t, msg); n != tt.ran {
+				t.Errorf("the server ran it %d times, want %d", n, tt.ran)
 			}
 		})
 	}
