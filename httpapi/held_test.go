@@ -627,3 +627,102 @@ func TestHeldRealClients(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldAttacks: what an approval covers, through the transports. An
+// answer to the bridge's question counts only from the session it was
+// asked on; an approval covers its arguments only (a call changed after
+// it waits for one of its own); an approval runs one call, and the same
+// call again asks again.
+func TestHeldAttacks(t *testing.T) {
+	a := heldEnv(t, approval.Options{}, envOpts{})
+	approve := `{"action":"accept","content":{"approve":true}}`
+
+	// Another principal's answer, on its own session, to Alice's
+	// question, comes first; Alice's own decline is what counts.
+	alice, ah := a.session25(t, "ALICE_TOKEN", `{"elicitation":{}}`)
+	bob, bh := a.session25(t, "BOB_TOKEN", `{"elicitation":{}}`)
+	ask := func(id int) (*heldPost, any) {
+		t.Helper()
+		hp := a.postCall(t.Context(), t, alice, ah, id, `{"message":"a1"}`, "")
+		q := hp.next(t)
+		if q["method"] != "elicitation/create" {
+			t.Fatalf("asked %v", q)
+		}
+		return hp, q["id"]
+	}
+	hp, qid := ask(7)
+	if st := a.answer(t, bob, bh, qid, approve); st != http.StatusAccepted {
+		t.Fatalf("bob's answer: %d", st)
+	}
+	a.answer(t, alice, ah, qid, `{"action":"decline"}`)
+	if got, isErr := isErrorText(hp.next(t)); !isErr || !strings.Contains(got, "declined") {
+		t.Errorf("after bob's approval and alice's decline: %q", got)
+	}
+	hp.resp.Body.Close()
+	// Approved, it runs once; the same call again is asked again, under
+	// a new question: an approval is not reused.
+	hp, qid = ask(8)
+	a.answer(t, alice, ah, qid, approve)
+	if res := hp.next(t); text(res) != "a1" {
+		t.Errorf("alice's approved call: %v", res)
+	}
+	hp.resp.Body.Close()
+	hp, again := ask(9)
+	if again == qid {
+		t.Errorf("asked again under the same id %v", qid)
+	}
+	a.answer(t, alice, ah, again, `{"action":"decline"}`)
+	if _, isErr := isErrorText(hp.next(t)); !isErr {
+		t.Error("a declined repeat ran")
+	}
+	hp.resp.Body.Close()
+	if n := a.ran(t, "a1"); n != 1 {
+		t.Errorf("a1 ran %d times, want 1", n)
+	}
+
+	// Arguments changed after the approval: the operator approves the
+	// call with v1, whose client has left; the client sends v2 instead,
+	// which waits for an approval of its own and never runs on v1's.
+	plain, ph := a.session25(t, "ALICE_TOKEN", `{}`)
+	ctx, drop := context.WithCancel(t.Context())
+	first := a.postCall(ctx, t, plain, ph, 9, `{"message":"v1"}`, "")
+	v1 := a.requested(t, "v1")
+	drop()
+	first.resp.Body.Close()
+	changed := a.postCall(t.Context(), t, plain, ph, 10, `{"message":"v2"}`, "")
+	v2 := a.requested(t, "v2")
+	if code, body := a.decide(t, "OPS_TOKEN", v1, "approve", ""); code != http.StatusOK {
+		t.Fatalf("%d %s", code, body)
+	}
+	if code, body := a.decide(t, "OPS_TOKEN", v2, "deny", "not what was approved"); code != http.StatusOK {
+		t.Fatalf("%d %s", code, body)
+	}
+	if got, isErr := isErrorText(changed.next(t)); !isErr || !strings.Contains(got, "not what was approved") {
+		t.Errorf("the changed call: %q", got)
+	}
+	changed.resp.Body.Close()
+	if n := a.ran(t, "v2"); n != 0 {
+		t.Errorf("v2 ran %d times", n)
+	}
+	// v1's approval is still v1's: its retry runs it, once.
+	retry := a.postCall(t.Context(), t, plain, ph, 11, `{"message":"v1"}`, "")
+	if res := retry.next(t); text(res) != "v1" {
+		t.Errorf("v1's retry: %v", res)
+	}
+	retry.resp.Body.Close()
+	if n := a.ran(t, "v1"); n != 1 {
+		t.Errorf("v1 ran %d times, want 1", n)
+	}
+}
+
+// requested is the id of the next approval requested for a call whose
+// arguments show message.
+func (a *approvalEnv) requested(t *testing.T, message string) string {
+	t.Helper()
+	for {
+		ev := a.next(t, approval.EventRequested)
+		if strings.Contains(ev.Approval.Arguments, `"`+message+`"`) {
+			return ev.Approval.ID
+		}
+	}
+}
