@@ -1,11 +1,10 @@
 package httpapi_test
 
 // The operators' channel of approvals over real HTTP, on a bridge with a
-// real child. The transports do not hold calls for approval yet: a call
-// that needs one is refused (TestHeldCallRefused), and the held calls of
-// the other tests are made by driving the engine directly
-// (approval.Engine.Decide, as a transport will), each in a goroutine that
-// stands for the request a transport holds.
+// real child. The held calls of these tests are made by driving the engine
+// directly (approval.Engine.Decide, as a transport does), each in a
+// goroutine that stands for the request a transport holds; held_test.go
+// holds them through the transports.
 
 import (
 	"bytes"
