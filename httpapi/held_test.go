@@ -190,6 +190,11 @@ func TestHeldCallElicitation(t *testing.T) {
 			if n := a.count(t, sid, h); n != tt.ran {
 				t.Errorf("after a replayed answer the server ran echo %s times, want %s", n, tt.ran)
 			}
+			// The child never saw an answer to a question it did not ask.
+			m := readMessages(t, a.do(req{body: `{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"strays","arguments":{}}}`, sid: sid, version: "2025-11-25", header: h}))
+			if got := text(m[0]); got != "[]" {
+				t.Errorf("the child got answers to the bridge's questions: %s", got)
+			}
 		})
 	}
 }

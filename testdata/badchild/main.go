@@ -39,6 +39,7 @@
 //	env {}                     answers os.Environ() joined by "\n"
 //	pid {}                     answers its pid
 //	cancels {}                 answers a JSON array of the requestIds seen in notifications/cancelled
+//	strays {}                  answers a JSON array of the ids of responses to requests it never sent
 //	state_calls {}             answers the setLevel/subscribe/unsubscribe requests received, as a JSON array
 //	lifecycle {}               answers the initialize requests (with their params) and
 //	                           notifications/initialized received, in order, as a JSON array
@@ -127,6 +128,8 @@ type server struct {
 	pending  map[string]chan message  // our requests to the client, by raw id
 	inflight map[string]chan struct{} // tools/call in progress, closed on cancel
 	cancels  []json.RawMessage
+	// strays: the ids of responses to requests it never sent.
+	strays []json.RawMessage
 	// stateCalls: setLevel, subscribe and unsubscribe requests, in order.
 	stateCalls []string
 	// lifecycle: initialize requests and initialized notifications, in order.
@@ -386,6 +389,9 @@ func (s *server) deliverResponse(m message) {
 	s.stateMu.Unlock()
 	if !ok {
 		fmt.Fprintf(os.Stderr, "badchild: response to unknown request %s\n", m.ID)
+		s.stateMu.Lock()
+		s.strays = append(s.strays, m.ID)
+		s.stateMu.Unlock()
 		return
 	}
 	ch <- m
@@ -565,9 +571,9 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 		for n := 0; ; n++ {
 			spun.Add(1)
 		}
-	case "cancels":
+	case "cancels", "strays":
 		s.stateMu.Lock()
-		ids, _ := json.Marshal(s.cancels) // raw ids marshal as themselves
+		ids, _ := json.Marshal(map[string][]json.RawMessage{"cancels": s.cancels, "strays": s.strays}[p.Name]) // raw ids marshal as themselves
 		s.stateMu.Unlock()
 		if string(ids) == "null" {
 			ids = []byte("[]")
@@ -1024,6 +1030,7 @@ func toolList() []any {
 		{"env", "Answers the child's environment.", obj(), nil},
 		{"pid", "Answers the child's pid.", obj(), nil},
 		{"cancels", "Answers the requestIds seen in notifications/cancelled.", obj(), nil},
+		{"strays", "Answers the ids of responses to requests it never sent.", obj(), nil},
 		{"state_calls", "Answers the logging/setLevel and resources/(un)subscribe requests received, in order.", obj(), nil},
 		{"lifecycle", "Answers the initialize requests and initialized notifications received, in order.", obj(), nil},
 		{"hang", "Never answers; waits until cancelled.", obj(), nil},
