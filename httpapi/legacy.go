@@ -385,7 +385,7 @@ func (l *legacy) post(w http.ResponseWriter, r *http.Request) error {
 	if sess == nil {
 		return l.notInitialized(w, c, p)
 	}
-	refusal, err := h.admit(r, p, sess)
+	refusal, err := h.admitHolding(r, p, sess)
 	if err != nil {
 		return err
 	}

@@ -135,7 +135,7 @@ func (h *mcpHandler) sessionPost(w http.ResponseWriter, r *http.Request, p *post
 	if err != nil {
 		return err
 	}
-	if done, err := h.admitted(w, r, p, sess); done {
+	if done, err := h.admittedHolding(w, r, p, sess); done {
 		return err
 	}
 	if p.held != nil {
@@ -153,10 +153,23 @@ func (h *mcpHandler) sessionPost(w http.ResponseWriter, r *http.Request, p *post
 	return h.respond(w, r, p, rd, answer{})
 }
 
-// admitted is admit, with a refused tools/call answered: done says the
-// POST is over (answered, or refused with err).
+// admittedHolding is admitHolding, with a refused tools/call answered:
+// done says the POST is over (answered, or refused with err). The caller
+// answers p.held.
+func (h *mcpHandler) admittedHolding(w http.ResponseWriter, r *http.Request, p *post, sess bridge.Conn) (done bool, err error) {
+	refusal, err := h.admitHolding(r, p, sess)
+	return h.refused(w, r, p, refusal, err)
+}
+
+// admitted is admit, with a refused tools/call answered: for a way in
+// that does not hold calls (one that needs approval is refused).
 func (h *mcpHandler) admitted(w http.ResponseWriter, r *http.Request, p *post, sess bridge.Conn) (done bool, err error) {
 	refusal, err := h.admit(r, p, sess)
+	return h.refused(w, r, p, refusal, err)
+}
+
+// refused answers an admission's refusal, if there was one.
+func (h *mcpHandler) refused(w http.ResponseWriter, r *http.Request, p *post, refusal []byte, err error) (done bool, _ error) {
 	switch {
 	case err != nil:
 		return true, err

@@ -142,7 +142,7 @@ func (h *mcpHandler) initialize(r *http.Request, p *post) (bridge.Conn, bridge.R
 	return sess, rd, nil
 }
 
-// admit is what a POST to a session must pass, whichever transport
+// admitHolding is what a POST to a session must pass, whichever transport
 // brought it (sess is nil in stateless mode, which has none): the version
 // header, batching only in the version that has it, the tool policy, and
 // the approval rules: a call that needs a human's yes is set aside in
@@ -153,7 +153,11 @@ func (h *mcpHandler) initialize(r *http.Request, p *post) (bridge.Conn, bridge.R
 // comes back as the JSON-RPC error that answers it, for the transport to
 // send as it sends answers; a batch that holds one is refused whole (403),
 // since its other requests would need answers the bridge cannot give.
-func (h *mcpHandler) admit(r *http.Request, p *post, sess bridge.Conn) (refusal []byte, err error) {
+//
+// admitHolding is for a transport that holds such a call (it answers
+// p.held with hold, holdStateless or modernHeld); admit, for one that
+// does not.
+func (h *mcpHandler) admitHolding(r *http.Request, p *post, sess bridge.Conn) (refusal []byte, err error) {
 	if err := checkVersion(p.version); err != nil {
 		return nil, err
 	}
@@ -183,6 +187,22 @@ func (h *mcpHandler) admit(r *http.Request, p *post, sess bridge.Conn) (refusal 
 		return nil, &httpError{status: http.StatusForbidden, code: bridge.CodeInvalidParams, msg: "Forbidden: " + msg}
 	}
 	return bridge.ErrorBody(&bridge.Error{Code: bridge.CodeInvalidParams, Message: msg, ID: p.rec.calls[i].id}), nil
+}
+
+// admit is admitHolding for a way in that does not hold calls: one the
+// approval rules hold is refused, saying so, and never reaches the
+// server. So a way in that knows nothing of approvals refuses such a call
+// rather than let it through unasked.
+func (h *mcpHandler) admit(r *http.Request, p *post, sess bridge.Conn) (refusal []byte, err error) {
+	if refusal, err = h.admitHolding(r, p, sess); err != nil || refusal != nil || p.held == nil {
+		return refusal, err
+	}
+	c := p.held
+	p.held = nil
+	p.rec.deny(c.index)
+	h.log.Info("tools/call needs approval, which this endpoint cannot hold a call for: refused", "tool", c.tool, "rule", c.rule.String())
+	return bridge.ErrorBody(&bridge.Error{Code: bridge.CodeInvalidParams, ID: c.id,
+		Message: "tool " + quote(c.tool) + " needs a human's approval (rule " + c.rule.String() + "), and this endpoint cannot hold a call for approval: it was not run"}), nil
 }
 
 // refusedCall finds the first tools/call of the POST that the tool policy
