@@ -403,6 +403,35 @@ func TestHeldRetry(t *testing.T) {
 	if l := a.list(t, "OPS_TOKEN", "?state=all"); len(l.Approvals) != 0 {
 		t.Errorf("left: %+v", l.Approvals)
 	}
+
+	// A client that can be asked: the question withdrawn with the dropped
+	// connection is asked again on the retry's stream, under the same
+	// approval; approved there, the call runs once.
+	asked, ah := a.session25(t, "ALICE_TOKEN", `{"elicitation":{}}`)
+	ctx, drop = context.WithCancel(t.Context())
+	first = a.postCall(ctx, t, asked, ah, 7, `{"message":"asked again"}`, "")
+	if q := first.next(t); q["method"] != "elicitation/create" {
+		t.Fatalf("asked %v", q)
+	}
+	id = a.requested(t, "asked again")
+	drop()
+	first.resp.Body.Close()
+	retry2 := a.postCall(t.Context(), t, asked, ah, 8, `{"message":"asked again"}`, "")
+	defer retry2.resp.Body.Close()
+	q := retry2.next(t)
+	if q["method"] != "elicitation/create" {
+		t.Fatalf("the retry was asked %v", q)
+	}
+	if l := a.list(t, "OPS_TOKEN", "?state=pending"); len(l.Approvals) != 1 || l.Approvals[0].ID != id {
+		t.Errorf("pending: %+v, want the first call's approval %s alone", l.Approvals, id)
+	}
+	a.answer(t, asked, ah, q["id"], `{"action":"accept","content":{"approve":true}}`)
+	if res := retry2.next(t); text(res) != "asked again" {
+		t.Errorf("the retry got %v", res)
+	}
+	if n := a.ran(t, "asked again"); n != 1 {
+		t.Errorf("the server ran it %d times, want 1", n)
+	}
 }
 
 // TestHeldBound: 100 held calls through HTTP, of two principals, at the
@@ -593,6 +622,7 @@ func TestHeldRealClients(t *testing.T) {
 		{"v1-streamable", "deny", 0, 0, "approve: false"},
 		{"v1-streamable", "decline", 0, 0, "declined"},
 		{"v1-streamable", "wait", 2 * time.Second, 0, "nobody approved it within 2s"},
+		{"v1-sse", "wait", 2 * time.Second, 0, "nobody approved it within 2s"},
 		{"v1-sse", "approve", 0, 1, ""},
 		{"v1-sse", "deny", 0, 0, "approve: false"},
 		{"v2", "approve", 0, 1, ""},
@@ -601,7 +631,9 @@ func TestHeldRealClients(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode+"/"+tt.answer, func(t *testing.T) {
-			a := heldEnv(t, approval.Options{Timeout: tt.timeout}, envOpts{})
+			// Progress every 100 ms: a client that resets its timeout on
+			// progress sees some while its user is asked.
+			a := heldEnv(t, approval.Options{Timeout: tt.timeout, ProgressInterval: 100 * time.Millisecond}, envOpts{})
 			url := a.url
 			if tt.mode == "v1-sse" {
 				url = a.srv.URL + "/sse"
@@ -620,8 +652,8 @@ func TestHeldRealClients(t *testing.T) {
 			case tt.says != "" && !strings.Contains(res.Text+res.Error, tt.says):
 				t.Errorf("want %q: %+v", tt.says, res)
 			}
-			if tt.answer == "wait" && res.Withdrawn != 1 {
-				t.Errorf("the question was not withdrawn: %+v", res)
+			if tt.answer == "wait" && (res.Withdrawn != 1 || res.Progress == 0) {
+				t.Errorf("the question was not withdrawn, or no progress came while it waited: %+v", res)
 			}
 			if tt.mode == "v2" && res.Retries != 1 {
 				t.Errorf("%d retries, want 1", res.Retries)
