@@ -147,7 +147,7 @@ func (x *heldReader) enqueue(msg []byte) {
 	x.signal()
 }
 
-// progress is the notifications/progress of a call waiting, with the
+// progressMessage is the notifications/progress of a call waiting, with the
 // call's own token: the seconds waited of the seconds it may wait.
 func progressMessage(token []byte, w approval.Waiting) []byte {
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{
