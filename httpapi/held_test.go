@@ -763,3 +763,35 @@ func (a *approvalEnv) requested(t *testing.T, message string) string {
 		}
 	}
 }
+
+// TestHeldKeepsSession: a held call keeps its session, though the child
+// has not seen it: a client that opened no GET stream and said nothing
+// but its held call is not taken for one that left (--unreachable-timeout)
+// while its user decides. A session abandoned after it, and so due after
+// it, is ended first: the janitor has passed.
+func TestHeldKeepsSession(t *testing.T) {
+	a := heldEnv(t, approval.Options{}, envOpts{bridge: bridge.Config{UnreachableTimeout: 100 * time.Millisecond}})
+	sid, h := a.session25(t, "ALICE_TOKEN", `{}`)
+	hp := a.postCall(t.Context(), t, sid, h, 7, `{"message":"kept"}`, "")
+	defer hp.resp.Body.Close()
+	id := a.requested(t, "kept")
+	a.session25(t, "BOB_TOKEN", `{}`) // abandoned at once
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for a.b.Len() > 1 {
+		select {
+		case <-tick.C: // polling the bridge, not a timed assertion
+		case <-t.Context().Done():
+			t.Fatal("the abandoned session was never ended")
+		}
+	}
+	if code, body := a.decide(t, "OPS_TOKEN", id, "approve", ""); code != http.StatusOK {
+		t.Fatalf("decide: %d %s", code, body)
+	}
+	if res := hp.next(t); text(res) != "kept" {
+		t.Errorf("the held call, approved: %v", res)
+	}
+	if n := a.ran(t, "kept"); n != 1 {
+		t.Errorf("ran %d times, want 1", n)
+	}
+}
