@@ -106,6 +106,18 @@ type clientCaps struct {
 	Roots json.RawMessage `json:"roots"`
 }
 
+// DeclaresFormElicitation reports whether client capabilities (a 2025
+// initialize's params.capabilities, a 2026-07-28 request's _meta
+// clientCapabilities) declare form elicitation: "elicitation": {} (which
+// means form, as it did before modes existed) or one with "form".
+func DeclaresFormElicitation(caps []byte) bool {
+	var c clientCaps
+	if len(caps) == 0 || json.Unmarshal(caps, &c) != nil || c.Elicitation == nil {
+		return false
+	}
+	return c.Elicitation.Form != nil || c.Elicitation.URL == nil
+}
+
 // asksInput reports whether the client declared any capability a server
 // may ask it to use: sampling, elicitation or roots.
 func (c clientCaps) asksInput() bool {

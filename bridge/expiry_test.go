@@ -44,6 +44,11 @@ func TestExpiry(t *testing.T) {
 		*get = st
 	}
 	leave := func(_ *testing.T, _ *Session, get **Stream) { (*get).Detach() }
+	// A call the transport holds (waiting for a human's approval) is a
+	// request the session must live for, though the child has not seen it.
+	var release func()
+	hold := func(_ *testing.T, s *Session, _ **Stream) { release = s.Hold() }
+	let := func(*testing.T, *Session, **Stream) { release(); release() } // twice: the second does nothing
 
 	tests := []struct {
 		name        string
@@ -60,6 +65,9 @@ func TestExpiry(t *testing.T) {
 		{"it listens and spoke", Config{}, []step{initialized, listen, request}, false, "", 0, false},
 		{"its stream closed", Config{}, []step{initialized, listen, request, leave}, true, "left", unreachable, true},
 		{"its stream closed, then it spoke", Config{}, []step{initialized, listen, leave, request}, true, "seen", idle, false},
+		{"a call held after initialized", Config{}, []step{initialized, hold}, false, "", 0, false},
+		{"a call held while its stream is closed", Config{}, []step{initialized, listen, leave, hold}, false, "", 0, false},
+		{"a held call let go", Config{}, []step{initialized, hold, let}, true, "seen", idle, false},
 		{"unreachable-timeout off", Config{UnreachableTimeout: -1}, []step{initialized}, true, "seen", idle, false},
 	}
 	for _, tt := range tests {

@@ -356,6 +356,28 @@ func (m *Message) metaMember(key string) []byte {
 	return member(meta, key).of(meta)
 }
 
+// ProgressToken is the request's params._meta.progressToken as sent, nil
+// for none: for a transport that reports progress of its own on a request
+// (a call waiting for approval).
+func (m *Message) ProgressToken() []byte { return m.progressToken() }
+
+// ClientCapabilities is a 2026-07-28 request's _meta clientCapabilities,
+// nil for none.
+func (m *Message) ClientCapabilities() []byte { return m.metaMember(metaClientCaps) }
+
+// WithoutParams is a copy of the message without the params keys: a
+// 2026-07-28 retry that answered a question of the bridge's own (an
+// approval) goes on as the request it was, without the answer.
+func (m *Message) WithoutParams(keys ...string) Message {
+	c := *m
+	for _, k := range keys {
+		if m.Param(k) != nil {
+			c.deleteParam(k)
+		}
+	}
+	return c
+}
+
 // IsModernProbe reports whether a message is in the 2026-07-28 format: a
 // server/discover request, or one carrying its protocol version in _meta.
 func (m *Message) IsModernProbe() bool {

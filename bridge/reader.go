@@ -58,6 +58,20 @@ type Conn interface {
 	Done() <-chan struct{}
 }
 
+// Holder is what a transport needs of a Conn to hold one of its client's
+// calls before it sends it (a call waiting for a human's approval), asking
+// the client meanwhile. A Conn that is not one cannot have its client
+// asked. It is apart from Conn so that another Conn need not be one.
+type Holder interface {
+	// ElicitsForm reports whether the client declared form elicitation
+	// at initialize: whether it may be sent an elicitation/create of the
+	// transport's own.
+	ElicitsForm() bool
+	// Hold keeps the session alive as if the held call were in flight
+	// (no idle or unreachable expiry), until release.
+	Hold() (release func())
+}
+
 // Source is what Pump reads: events, as they come.
 type Source interface {
 	// Begin says an SSE writer reads the source from now on, framed as o

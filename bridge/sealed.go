@@ -56,9 +56,20 @@ func newStateAEAD(key []byte) (cipher.AEAD, error) {
 	return cipher.NewGCM(block)
 }
 
-// wrapAD is the additional data of a wrapper: its own prefix, so that a
-// sealed blob cannot be passed off under another replica's name.
-func (b *Bridge) wrapAD() []byte { return []byte("mb1." + b.cfg.ReplicaID + "." + wrapKind) }
+// wrapAD is the additional data of a sealed state of kind: its own
+// prefix, so that a sealed blob cannot be passed off under another
+// replica's name, or as another kind.
+func (b *Bridge) wrapAD(kind string) []byte { return []byte("mb1." + b.cfg.ReplicaID + "." + kind) }
+
+// seal seals s as a requestState of kind, with a fresh single-use id.
+func (b *Bridge) seal(kind string, s sealedState) string {
+	_, _ = rand.Read(s.ID[:])
+	plain, _ := json.Marshal(s)
+	nonce := make([]byte, b.stateAEAD.NonceSize(), b.stateAEAD.NonceSize()+len(plain)+b.stateAEAD.Overhead())
+	_, _ = rand.Read(nonce)
+	sealed := b.stateAEAD.Seal(nonce, nonce, plain, b.wrapAD(kind))
+	return "mb1." + b.cfg.ReplicaID + "." + kind + "." + base64.RawURLEncoding.EncodeToString(sealed)
+}
 
 // wrapState seals a modern child's requestState for the client, bound to
 // this call.
@@ -70,12 +81,7 @@ func (mc *ModernCall) wrapState(state string) string {
 		mc.exchange = newExchangeID()
 	}
 	s.Exchange = mc.exchange
-	_, _ = rand.Read(s.ID[:])
-	plain, _ := json.Marshal(s)
-	nonce := make([]byte, b.stateAEAD.NonceSize(), b.stateAEAD.NonceSize()+len(plain)+b.stateAEAD.Overhead())
-	_, _ = rand.Read(nonce)
-	sealed := b.stateAEAD.Seal(nonce, nonce, plain, b.wrapAD())
-	return "mb1." + b.cfg.ReplicaID + "." + wrapKind + "." + base64.RawURLEncoding.EncodeToString(sealed)
+	return b.seal(wrapKind, s)
 }
 
 // Why a wrapped requestState is refused, as the client is told.
@@ -85,42 +91,95 @@ const (
 	whyStateForeign = "requestState does not belong to this request (principal, method, target and arguments must be those of the request it answers)"
 )
 
+// open opens a sealed requestState of kind and checks it against what it
+// must be bound to, its expiry and its single use, which it spends.
+func (b *Bridge) open(kind, rs, owner, method, target string, args [32]byte) (s sealedState, why string) {
+	rest, ok := strings.CutPrefix(rs, "mb1.")
+	if !ok {
+		return s, whyStateNotOurs
+	}
+	replica, rest, _ := strings.Cut(rest, ".")
+	if replica != b.cfg.ReplicaID {
+		return s, "requestState was issued by the bridge replica " + quoteVersion(replica) + " and this is " + quoteVersion(b.cfg.ReplicaID) + "; route retries by the replica named in requestState"
+	}
+	k, enc, _ := strings.Cut(rest, ".")
+	sealed, err := base64.RawURLEncoding.DecodeString(enc)
+	ns := b.stateAEAD.NonceSize()
+	if k != kind || err != nil || len(sealed) < ns {
+		return s, whyStateGone
+	}
+	plain, err := b.stateAEAD.Open(nil, sealed[:ns], sealed[ns:], b.wrapAD(kind))
+	if err != nil || json.Unmarshal(plain, &s) != nil {
+		return sealedState{}, whyStateGone
+	}
+	now := b.cfg.Now()
+	if now.UnixNano() >= s.Expires {
+		return sealedState{}, whyStateGone
+	}
+	if s.Owner != owner || s.Method != method || s.Target != target || s.Args != args {
+		return sealedState{}, whyStateForeign
+	}
+	if !b.spendState(s.ID, s.Expires, now) {
+		return sealedState{}, whyStateGone
+	}
+	return s, ""
+}
+
 // unwrapState opens a wrapped requestState and checks it against this
 // call (its principal, method, target and arguments), its expiry and its
 // single use, which it spends. It returns the child's state, or why not.
 func (mc *ModernCall) unwrapState(rs string) (state string, why string) {
-	b := mc.b
-	rest, ok := strings.CutPrefix(rs, "mb1.")
-	if !ok {
-		return "", whyStateNotOurs
-	}
-	replica, rest, _ := strings.Cut(rest, ".")
-	if replica != b.cfg.ReplicaID {
-		return "", "requestState was issued by the bridge replica " + quoteVersion(replica) + " and this is " + quoteVersion(b.cfg.ReplicaID) + "; route retries by the replica named in requestState"
-	}
-	kind, enc, _ := strings.Cut(rest, ".")
-	sealed, err := base64.RawURLEncoding.DecodeString(enc)
-	ns := b.stateAEAD.NonceSize()
-	if kind != wrapKind || err != nil || len(sealed) < ns {
-		return "", whyStateGone
-	}
-	plain, err := b.stateAEAD.Open(nil, sealed[:ns], sealed[ns:], b.wrapAD())
-	var s sealedState
-	if err != nil || json.Unmarshal(plain, &s) != nil {
-		return "", whyStateGone
-	}
-	now := b.cfg.Now()
-	if now.UnixNano() >= s.Expires {
-		return "", whyStateGone
-	}
-	if s.Owner != mc.owner.Key || s.Method != mc.method || s.Target != mc.target || s.Args != mc.argsDigest() {
-		return "", whyStateForeign
-	}
-	if !b.spendState(s.ID, s.Expires, now) {
-		return "", whyStateGone
+	s, why := mc.b.open(wrapKind, rs, mc.owner.Key, mc.method, mc.target, mc.argsDigest())
+	if why != "" {
+		return "", why
 	}
 	mc.exchange = s.Exchange
 	return s.State, ""
+}
+
+// approvalKind marks the requestState of a question of the bridge's own
+// (a human's approval of a call, asked in an input_required result) among
+// its handles.
+const approvalKind = "a"
+
+// Binding is what a requestState of the bridge's own question is bound
+// to, as every requestState the bridge issues is: the principal (its
+// Owner.Key), the method, the target (the tool) and the arguments, by
+// the SHA-256 of their canonical JSON.
+type Binding struct {
+	Owner, Method, Target string
+	Arguments             []byte
+}
+
+// SealQuestion seals the id of a question of the bridge's own (an
+// approval's) into a requestState bound to b, single use, that expires at
+// expires or after --input-ttl, whichever comes first.
+func (b *Bridge) SealQuestion(bind Binding, id string, expires time.Time) string {
+	if ttl := b.cfg.Now().Add(b.cfg.InputTTL); ttl.Before(expires) {
+		expires = ttl
+	}
+	return b.seal(approvalKind, sealedState{Owner: bind.Owner, Method: bind.Method, Target: bind.Target,
+		Args: digestArgs(bind.Arguments), State: id, Expires: expires.UnixNano()})
+}
+
+// IsQuestionState reports whether a requestState claims to be one of a
+// question of the bridge's own (SealQuestion's), of any replica: a retry
+// that brings one answers the bridge, not the server.
+func IsQuestionState(rs string) bool {
+	rest, ok := strings.CutPrefix(rs, "mb1.")
+	if !ok {
+		return false
+	}
+	_, rest, _ = strings.Cut(rest, ".")
+	return strings.HasPrefix(rest, approvalKind+".")
+}
+
+// OpenQuestion opens a requestState of SealQuestion's, checks it against
+// bind, its expiry and its single use (which it spends), and returns the
+// question's id, or why not, as the client is told.
+func (b *Bridge) OpenQuestion(rs string, bind Binding) (id, why string) {
+	s, why := b.open(approvalKind, rs, bind.Owner, bind.Method, bind.Target, digestArgs(bind.Arguments))
+	return s.State, why
 }
 
 // spendState marks a wrapper's id used, reporting false if it was

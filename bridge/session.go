@@ -47,6 +47,14 @@ type Session struct {
 	getLeft   time.Time // when the client of its last GET stream let go
 	ready     bool      // s.up is set; guarded by the bridge's mutex
 	stateless bool      // one stateless HTTP request's session
+	// elicitForm: the client declared form elicitation at initialize,
+	// so a transport may ask it a question of the bridge's own (an
+	// approval). Set before the session is handed out, never changed.
+	elicitForm bool
+	// holds counts the client's calls a transport holds before they
+	// reach the child (waiting for a human's approval): each is a
+	// request of the client's the session must live for (Hold).
+	holds int
 
 	// The event log: every event of the session's resumable streams that
 	// is still kept, oldest first (order[orderHead:], by stream; each
@@ -162,7 +170,7 @@ func (s *Session) expiry() (time.Time, bool) {
 }
 
 func (s *Session) expiryLocked() (time.Time, bool) {
-	if s.closed || len(s.byClient) > 0 || s.get != nil || len(s.posts) > 0 {
+	if s.closed || len(s.byClient) > 0 || s.get != nil || len(s.posts) > 0 || s.holds > 0 {
 		return time.Time{}, false
 	}
 	var at time.Time
@@ -193,13 +201,42 @@ func (s *Session) expiryLocked() (time.Time, bool) {
 // it wrong costs a client a new initialize: "the client MUST start a new
 // session" on the 404 that follows.
 func (s *Session) unreachableLocked() bool {
-	if s.get != nil || len(s.posts) > 0 || len(s.byClient) > 0 {
+	if s.get != nil || len(s.posts) > 0 || len(s.byClient) > 0 || s.holds > 0 {
 		return false
 	}
 	if s.listened {
 		return !s.getLeft.IsZero() && !s.heard.After(s.getLeft)
 	}
 	return !s.spoke
+}
+
+// ElicitsForm reports whether the session's client declared form
+// elicitation at initialize: whether the bridge may ask it a question of
+// its own with elicitation/create.
+func (s *Session) ElicitsForm() bool { return s.elicitForm }
+
+// Hold keeps the session from expiring while a transport holds a call of
+// its client before sending it (a call waiting for a human's approval):
+// until release, the session counts as one with a request in flight, for
+// --idle-timeout and --unreachable-timeout alike. release may be called
+// more than once; the first call lets go, and counts as the client's
+// contact.
+func (s *Session) Hold() (release func()) {
+	u := s.up
+	u.mu.Lock()
+	s.holds++
+	s.heardLocked()
+	s.spoke = true
+	u.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			u.mu.Lock()
+			s.holds--
+			s.heardLocked()
+			u.mu.Unlock()
+		})
+	}
 }
 
 // Send forwards client messages to the child: one message, or the

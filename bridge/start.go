@@ -485,6 +485,7 @@ func (b *Bridge) Initialize(ctx context.Context, req InitRequest) (*Session, *St
 	}
 	s := newSession(b, id)
 	s.owner, s.ownerName = owner.Key, owner.Name
+	s.elicitForm = DeclaresFormElicitation(msg.Param("capabilities"))
 	b.sessions[id] = s // reserve the slot while the child starts
 	b.mu.Unlock()
 	release := func() {

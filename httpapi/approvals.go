@@ -519,14 +519,3 @@ func (rec *record) heldCall(p *approval.Policy, pr auth.Principal) (int, approva
 	}
 	return -1, approval.Rule{}
 }
-
-// refuseHeld answers a call that needs a human's yes while the transports
-// cannot hold one for it yet: it is denied, saying so, and never reaches
-// the server. The transports will hand such a call to the engine
-// (Options.Approvals, approval.Engine.Decide) in its place.
-func (h *mcpHandler) refuseHeld(p *post, i int, rule approval.Rule) (msg string) {
-	name, _ := p.rec.calls[i].toolCall()
-	h.log.Info("tools/call needs approval, which this transport cannot hold a call for yet: refused", "tool", name, "rule", rule.String())
-	p.rec.deny(i)
-	return "tool " + quote(name) + " needs a human's approval (rule " + rule.String() + "), and the bridge cannot hold a call for approval on this transport yet: it was not run"
-}

@@ -1,11 +1,10 @@
 package httpapi_test
 
 // The operators' channel of approvals over real HTTP, on a bridge with a
-// real child. The transports do not hold calls for approval yet: a call
-// that needs one is refused (TestHeldCallRefused), and the held calls of
-// the other tests are made by driving the engine directly
-// (approval.Engine.Decide, as a transport will), each in a goroutine that
-// stands for the request a transport holds.
+// real child. The held calls of these tests are made by driving the engine
+// directly (approval.Engine.Decide, as a transport does), each in a
+// goroutine that stands for the request a transport holds; held_test.go
+// holds them through the transports.
 
 import (
 	"bytes"
@@ -49,6 +48,8 @@ type approvalEnv struct {
 	auditMu sync.Mutex
 	audit   bytes.Buffer
 	wg      sync.WaitGroup
+	// runs is the badchild's -runs file, if it was given one.
+	runs string
 }
 
 func (a *approvalEnv) Write(p []byte) (int, error) {
@@ -65,6 +66,13 @@ func (a *approvalEnv) auditLog() string {
 
 func newApprovalEnv(t *testing.T, opts approval.Options, ho httpapi.Options) *approvalEnv {
 	t.Helper()
+	return newApprovalEnvWith(t, opts, envOpts{http: ho})
+}
+
+// newApprovalEnvWith is newApprovalEnv on a bridge of eo's (its mode).
+func newApprovalEnvWith(t *testing.T, opts approval.Options, eo envOpts) *approvalEnv {
+	t.Helper()
+	ho := eo.http
 	names := make([]string, 0, len(approvalTokens))
 	for n := range approvalTokens {
 		names = append(names, n)
@@ -85,7 +93,8 @@ func newApprovalEnv(t *testing.T, opts approval.Options, ho httpapi.Options) *ap
 	}
 	a.engine = approval.New(opts)
 	ho.Auth, ho.Admins, ho.Approvals = v, auth.Subjects{"token:ADMIN_TOKEN"}, a.engine
-	a.env = newEnv(t, envOpts{http: ho})
+	eo.http = ho
+	a.env = newEnv(t, eo)
 	t.Cleanup(func() {
 		a.engine.Close() // every held call still waiting returns
 		a.wg.Wait()
@@ -617,56 +626,72 @@ func TestApprovalsAuditAndMetrics(t *testing.T) {
 	}
 }
 
-// TestHeldCallRefused: until the transports hold calls for approval, a
-// call that needs one is refused, in both eras, saying why, and never
-// reaches the server; a model-set confirm changes nothing; a call the
-// tool policy denies is refused by the policy first; other calls run.
-func TestHeldCallRefused(t *testing.T) {
-	policy := approval.NewPolicy("", []approval.Rule{mustApprovalRule("*=echo")}, false)
-	var requests bytes.Buffer
-	a := newApprovalEnv(t, approval.Options{}, httpapi.Options{Approval: policy, Audit: &requests,
-		ToolPolicy: auth.NewToolPolicy([]auth.ToolRule{{Subject: "token:BOB_TOKEN", Glob: "echo", Deny: true}})})
-	alice := map[string]string{"Authorization": "Bearer " + approvalTokens["ALICE_TOKEN"]}
-	resp := a.do(req{body: sprintf(initBody, "2025-11-25"), header: alice})
-	readMessages(t, resp)
-	sid := resp.Header.Get("Mcp-Session-Id")
-	a.do(req{body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`, sid: sid, version: "2025-11-25", header: alice}).Body.Close()
-	call := func(tool string, args any) map[string]any {
-		t.Helper()
-		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})
-		msgs := readMessages(t, a.do(req{body: string(body), sid: sid, version: "2025-11-25", header: alice}))
-		if len(msgs) != 1 {
-			t.Fatalf("%d messages", len(msgs))
-		}
-		return msgs[0]
-	}
-	errorOf := func(m map[string]any) string {
-		e, _ := m["error"].(map[string]any)
-		s, _ := e["message"].(string)
-		return s
-	}
-	const held = `tool "echo" needs a human's approval (rule *=echo), and the bridge cannot hold a call for approval on this transport yet: it was not run`
-	for _, args := range []any{map[string]any{"message": "x"}, map[string]any{"message": "x", "confirm": true, "approved": true, "_meta": map[string]any{"approved": true}}} {
-		if msg := errorOf(call("echo", args)); msg != held {
-			t.Errorf("a held call: %q", msg)
-		}
-	}
-	if got := text(call("echo_count", map[string]any{})); got != "0" {
-		t.Errorf("the server answered %s echo calls, want 0", got)
-	}
-	// 2026-07-28: the same; and the tool policy first.
-	m := readMessages(t, a.do(modernRequest{id: 3, method: "tools/call", params: map[string]any{"name": "echo", "arguments": map[string]any{"message": "x"}}, token: approvalTokens["ALICE_TOKEN"]}.req()))
-	if len(m) != 1 || errorOf(m[0]) != held {
-		t.Errorf("a held 2026-07-28 call: %v", m)
-	}
-	m = readMessages(t, a.do(modernRequest{id: 4, method: "tools/call", params: map[string]any{"name": "echo", "arguments": map[string]any{"message": "x"}}, token: approvalTokens["BOB_TOKEN"]}.req()))
-	if len(m) != 1 || !strings.Contains(errorOf(m[0]), "is not allowed for this principal (tool policy)") {
-		t.Errorf("a call the tool policy denies: %v", m)
-	}
-	if got := text(call("echo_count", map[string]any{})); got != "0" {
-		t.Errorf("the server answered %s echo calls, want 0", got)
-	}
-	if n := strings.Count(requests.String(), `"tool":"echo","outcome":"denied"`); n != 4 {
-		t.Errorf("%d audit lines of denied echo calls, want 4:\n%s", n, requests.String())
+// TestHeldNoChannel: a call that needs approval, from a client that
+// cannot be asked (no form elicitation declared) on a bridge without
+// approvers, is denied at once, in both eras, saying why, and never
+// reaches the server; a model-set confirm changes nothing; a call the tool
+// policy denies is refused by the policy first; other calls run. With
+// --approval-fail-open such a call runs, audited as fail-open.
+func TestHeldNoChannel(t *testing.T) {
+	for _, failOpen := range []bool{false, true} {
+		t.Run(map[bool]string{false: "fail closed", true: "fail open"}[failOpen], func(t *testing.T) {
+			policy := approval.NewPolicy("", []approval.Rule{mustApprovalRule("*=echo")}, false)
+			var requests bytes.Buffer
+			a := newApprovalEnv(t, approval.Options{Approvers: auth.Subjects{}, FailOpen: failOpen}, httpapi.Options{Approval: policy, Audit: &requests,
+				ToolPolicy: auth.NewToolPolicy([]auth.ToolRule{{Subject: "token:BOB_TOKEN", Glob: "echo", Deny: true}})})
+			sid, alice := a.session25(t, "ALICE_TOKEN", `{"sampling":{}}`)
+			call := func(tool string, args any) map[string]any {
+				t.Helper()
+				body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})
+				msgs := readMessages(t, a.do(req{body: string(body), sid: sid, version: "2025-11-25", header: alice}))
+				if len(msgs) != 1 {
+					t.Fatalf("%d messages", len(msgs))
+				}
+				return msgs[0]
+			}
+			errorOf := func(m map[string]any) string {
+				e, _ := m["error"].(map[string]any)
+				s, _ := e["message"].(string)
+				return s
+			}
+			const why = `tool "echo" was not run: it needs a human's approval (rule *=echo), and nobody can approve it: the client did not declare form elicitation, and no approver is configured (--approver)`
+			check := func(m map[string]any) {
+				t.Helper()
+				got, isErr := isErrorText(m)
+				switch {
+				case failOpen && (isErr || got != "x"):
+					t.Errorf("fail-open: %v", m)
+				case !failOpen && (!isErr || got != why):
+					t.Errorf("a held call: %v", m)
+				}
+			}
+			for _, args := range []any{map[string]any{"message": "x"}, map[string]any{"message": "x", "confirm": true, "approved": true, "_meta": map[string]any{"approved": true}}} {
+				check(call("echo", args))
+			}
+			ran := map[bool]string{false: "0", true: "2"}[failOpen]
+			if got := text(call("echo_count", map[string]any{})); got != ran {
+				t.Errorf("the server answered %s echo calls, want %s", got, ran)
+			}
+			// 2026-07-28: the same; and the tool policy first.
+			m := readMessages(t, a.do(modernRequest{id: 3, method: "tools/call", params: map[string]any{"name": "echo", "arguments": map[string]any{"message": "x"}}, token: approvalTokens["ALICE_TOKEN"]}.req()))
+			if len(m) != 1 {
+				t.Fatalf("a held 2026-07-28 call: %v", m)
+			}
+			check(m[0])
+			m = readMessages(t, a.do(modernRequest{id: 4, method: "tools/call", params: map[string]any{"name": "echo", "arguments": map[string]any{"message": "x"}}, token: approvalTokens["BOB_TOKEN"]}.req()))
+			if len(m) != 1 || !strings.Contains(errorOf(m[0]), "is not allowed for this principal (tool policy)") {
+				t.Errorf("a call the tool policy denies: %v", m)
+			}
+			if got := text(call("echo_count", map[string]any{})); got != ran {
+				t.Errorf("the server answered %s echo calls, want %s", got, ran)
+			}
+			denied := strings.Count(requests.String(), `"tool":"echo","outcome":"denied"`)
+			if want := map[bool]int{false: 4, true: 1}[failOpen]; denied != want {
+				t.Errorf("%d audit lines of denied echo calls, want %d:\n%s", denied, want, requests.String())
+			}
+			if failOpen && !strings.Contains(a.auditLog(), `"channel":"fail-open"`) {
+				t.Errorf("no fail-open audit line:\n%s", a.auditLog())
+			}
+		})
 	}
 }

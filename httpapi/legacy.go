@@ -385,7 +385,7 @@ func (l *legacy) post(w http.ResponseWriter, r *http.Request) error {
 	if sess == nil {
 		return l.notInitialized(w, c, p)
 	}
-	refusal, err := h.admit(r, p, sess)
+	refusal, err := h.admitHolding(r, p, sess)
 	if err != nil {
 		return err
 	}
@@ -394,12 +394,22 @@ func (l *legacy) post(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusAccepted)
 		return nil
 	}
+	if p.held != nil {
+		c.pump(h.hold(c.ctx, p, sess, false), outbound{filter: p.filter, rec: p.handOver(), catalog: h.opts.Approval.Catalog()}, false)
+		w.WriteHeader(http.StatusAccepted)
+		return nil
+	}
+	if len(p.msgs) == 0 {
+		// Nothing but answers to the bridge's own questions.
+		w.WriteHeader(http.StatusAccepted)
+		return nil
+	}
 	rd, err := sess.Send(p.msgs, false)
 	if err != nil {
 		return err
 	}
 	if rd != nil {
-		c.pump(rd, outbound{filter: p.filter, rec: p.handOver()}, false)
+		c.pump(rd, outbound{filter: p.filter, rec: p.handOver(), catalog: h.opts.Approval.Catalog()}, false)
 	}
 	w.WriteHeader(http.StatusAccepted)
 	return nil

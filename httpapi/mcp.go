@@ -21,6 +21,9 @@ type mcpHandler struct {
 	log    *slog.Logger
 	limits *limits   // nil without per-principal limits
 	audit  *auditLog // nil without an audit log
+	// questions are the bridge's own questions to its sessions' clients
+	// waiting for their answers (held.go).
+	questions questions
 }
 
 // serve adapts a handler that returns an error, as tsweb does: an error
@@ -132,8 +135,16 @@ func (h *mcpHandler) sessionPost(w http.ResponseWriter, r *http.Request, p *post
 	if err != nil {
 		return err
 	}
-	if done, err := h.admitted(w, r, p, sess); done {
+	if done, err := h.admittedHolding(w, r, p, sess); done {
 		return err
+	}
+	if p.held != nil {
+		return h.respond(w, r, p, h.hold(r.Context(), p, sess, p.jsonOnly), answer{})
+	}
+	if len(p.msgs) == 0 {
+		// Nothing but answers to the bridge's own questions.
+		w.WriteHeader(http.StatusAccepted)
+		return nil
 	}
 	rd, err := sess.Send(p.msgs, p.jsonOnly)
 	if err != nil {
@@ -142,10 +153,23 @@ func (h *mcpHandler) sessionPost(w http.ResponseWriter, r *http.Request, p *post
 	return h.respond(w, r, p, rd, answer{})
 }
 
-// admitted is admit, with a refused tools/call answered: done says the
-// POST is over (answered, or refused with err).
+// admittedHolding is admitHolding, with a refused tools/call answered:
+// done says the POST is over (answered, or refused with err). The caller
+// answers p.held.
+func (h *mcpHandler) admittedHolding(w http.ResponseWriter, r *http.Request, p *post, sess bridge.Conn) (done bool, err error) {
+	refusal, err := h.admitHolding(r, p, sess)
+	return h.refused(w, r, p, refusal, err)
+}
+
+// admitted is admit, with a refused tools/call answered: for a way in
+// that does not hold calls (one that needs approval is refused).
 func (h *mcpHandler) admitted(w http.ResponseWriter, r *http.Request, p *post, sess bridge.Conn) (done bool, err error) {
 	refusal, err := h.admit(r, p, sess)
+	return h.refused(w, r, p, refusal, err)
+}
+
+// refused answers an admission's refusal, if there was one.
+func (h *mcpHandler) refused(w http.ResponseWriter, r *http.Request, p *post, refusal []byte, err error) (done bool, _ error) {
 	switch {
 	case err != nil:
 		return true, err
@@ -224,7 +248,7 @@ func (h *mcpHandler) respond(w http.ResponseWriter, r *http.Request, p *post, rd
 		return nil
 	}
 	defer rd.Close()
-	out := outbound{filter: p.filter, rec: p.rec, call: a.call}
+	out := outbound{filter: p.filter, rec: p.rec, call: a.call, catalog: h.opts.Approval.Catalog()}
 	ctx := r.Context()
 	mode := h.mode(p.takes)
 	if a.stream && p.takes.sse {

@@ -72,6 +72,9 @@ func (h *mcpHandler) modern(w http.ResponseWriter, r *http.Request, p *post) err
 	if i, msg := h.refusedCall(p, pr); i >= 0 {
 		return h.answerOne(w, r, p, bridge.ErrorBody(&bridge.Error{Code: bridge.CodeInvalidParams, Message: msg, ID: p.msgs[0].ID()}))
 	}
+	if p.held = h.held(p, pr); p.held != nil {
+		return h.modernHeld(w, r, p, pr)
+	}
 	if p.msgs[0].Method == "subscriptions/listen" {
 		// A listen is a stream for as long as its client keeps it: it
 		// counts from before it starts.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mcp-bridge/mcp-bridge/approval"
 	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 )
@@ -247,6 +248,10 @@ type outbound struct {
 	// call is the 2026-07-28 call the POST is, if it is one: the record
 	// learns its MRTR exchange from it.
 	call bridge.Call
+	// catalog learns the tools/list results the POST is answered with
+	// (the annotations a trusted server's approval rules read), nil when
+	// nothing reads them.
+	catalog *approval.Catalog
 }
 
 // message prepares ev's message for the client and tells the record.
@@ -267,7 +272,7 @@ func (o outbound) message(ev bridge.Event) []byte {
 func (o outbound) prepare(ev bridge.Event) (_ []byte, r bridge.Reply, ok bool) {
 	msg := ev.Data
 	follow := o.rec != nil && o.rec.left > 0
-	if o.filter == nil && !follow {
+	if o.filter == nil && !follow && o.catalog == nil {
 		return msg, r, false
 	}
 	// What the bridge read of the message on its way, or the message
@@ -275,6 +280,11 @@ func (o outbound) prepare(ev bridge.Event) (_ []byte, r bridge.Reply, ok bool) {
 	r, isReply := ev.Reply()
 	if !isReply {
 		return msg, r, false
+	}
+	if o.catalog != nil && !r.Error && o.method(r.ID) == methodToolsList {
+		// The server's own list, before the principal's filter: what it
+		// says of each tool holds whoever asked.
+		o.catalog.Learn(resultOf(msg))
 	}
 	if o.filter != nil && !r.Error {
 		// A response to one of the POST's requests that is no tools/list
@@ -291,6 +301,15 @@ func (o outbound) method(id []byte) string {
 		return ""
 	}
 	return o.rec.method(id)
+}
+
+// resultOf is the result member of a response, nil if it has none.
+func resultOf(msg []byte) json.RawMessage {
+	var m struct {
+		Result json.RawMessage `json:"result"`
+	}
+	_ = json.Unmarshal(msg, &m)
+	return m.Result
 }
 
 // all is message for each of evs.

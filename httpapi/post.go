@@ -60,6 +60,10 @@ type post struct {
 	// admit and initialize, read for every message written back.
 	filter *auth.ToolFilter
 	rec    *record
+	// held is the POST's tools/call that the approval rules hold, set by
+	// admit (nil: none): the transport answers with a held reader (hold,
+	// holdStateless, modernHeld) and never sends the call itself.
+	held *heldCall
 }
 
 // accept is what a client takes back: a JSON body, an SSE stream, or both.
@@ -138,16 +142,22 @@ func (h *mcpHandler) initialize(r *http.Request, p *post) (bridge.Conn, bridge.R
 	return sess, rd, nil
 }
 
-// admit is what a POST to a session must pass, whichever transport
+// admitHolding is what a POST to a session must pass, whichever transport
 // brought it (sess is nil in stateless mode, which has none): the version
 // header, batching only in the version that has it, the tool policy, and
-// the approval rules (a call that needs a human's yes is refused until
-// the transports hold it: refuseHeld).
+// the approval rules: a call that needs a human's yes is set aside in
+// p.held, for the transport to hold (a batch that holds one is refused
+// whole: its other answers could not wait). Answers to the bridge's own
+// questions on the session are taken out of p.msgs here (questions.take).
 // From here the audit log follows the POST's requests. A denied tools/call
 // comes back as the JSON-RPC error that answers it, for the transport to
 // send as it sends answers; a batch that holds one is refused whole (403),
 // since its other requests would need answers the bridge cannot give.
-func (h *mcpHandler) admit(r *http.Request, p *post, sess bridge.Conn) (refusal []byte, err error) {
+//
+// admitHolding is for a transport that holds such a call (it answers
+// p.held with hold, holdStateless or modernHeld); admit, for one that
+// does not.
+func (h *mcpHandler) admitHolding(r *http.Request, p *post, sess bridge.Conn) (refusal []byte, err error) {
 	if err := checkVersion(p.version); err != nil {
 		return nil, err
 	}
@@ -159,33 +169,51 @@ func (h *mcpHandler) admit(r *http.Request, p *post, sess bridge.Conn) (refusal 
 				msg: "Invalid Request: JSON-RPC batches are not supported in protocol version " + sess.Version()}
 		}
 		id = sess.ID()
+		h.questions.take(p, id)
 	}
 	pr := principal(r)
 	p.filter = h.opts.ToolPolicy.For(pr)
 	h.follow(p, pr, id)
 	i, msg := h.refusedCall(p, pr)
 	if i < 0 {
+		if p.held = h.held(p, pr); p.held != nil && p.batch {
+			p.rec.deny(p.held.index)
+			return nil, &httpError{status: http.StatusForbidden, code: bridge.CodeInvalidParams,
+				msg: "Forbidden: tool " + quote(p.held.tool) + " needs a human's approval, which a call in a JSON-RPC batch cannot wait for; send it alone"}
+		}
 		return nil, nil
 	}
 	if p.batch {
 		return nil, &httpError{status: http.StatusForbidden, code: bridge.CodeInvalidParams, msg: "Forbidden: " + msg}
 	}
-	return bridge.ErrorBody(&bridge.Error{Code: bridge.CodeInvalidParams, Message: msg, ID: p.msgs[i].ID()}), nil
+	return bridge.ErrorBody(&bridge.Error{Code: bridge.CodeInvalidParams, Message: msg, ID: p.rec.calls[i].id}), nil
+}
+
+// admit is admitHolding for a way in that does not hold calls: one the
+// approval rules hold is refused, saying so, and never reaches the
+// server. So a way in that knows nothing of approvals refuses such a call
+// rather than let it through unasked.
+func (h *mcpHandler) admit(r *http.Request, p *post, sess bridge.Conn) (refusal []byte, err error) {
+	if refusal, err = h.admitHolding(r, p, sess); err != nil || refusal != nil || p.held == nil {
+		return refusal, err
+	}
+	c := p.held
+	p.held = nil
+	p.rec.deny(c.index)
+	h.log.Info("tools/call needs approval, which this endpoint cannot hold a call for: refused", "tool", c.tool, "rule", c.rule.String())
+	return bridge.ErrorBody(&bridge.Error{Code: bridge.CodeInvalidParams, ID: c.id,
+		Message: "tool " + quote(c.tool) + " needs a human's approval (rule " + c.rule.String() + "), and this endpoint cannot hold a call for approval: it was not run"}), nil
 }
 
 // refusedCall finds the first tools/call of the POST that the tool policy
-// denies to pr, else the first that needs a human's yes (which is refused
-// until the transports hold it), records it denied, and returns its index
-// and what its client is told; -1 when the POST has none.
+// denies to pr, records it denied, and returns its index and what its
+// client is told; -1 when the POST has none.
 func (h *mcpHandler) refusedCall(p *post, pr auth.Principal) (int, string) {
 	if i := p.rec.denied(p.filter); i >= 0 {
 		name, _ := p.rec.calls[i].toolCall()
 		h.log.Info("tools/call refused by the tool policy", "tool", name, "era", p.rec.era)
 		p.rec.deny(i)
 		return i, "tool " + quote(name) + " is not allowed for this principal (tool policy)"
-	}
-	if i, rule := p.rec.heldCall(h.opts.Approval, pr); i >= 0 {
-		return i, h.refuseHeld(p, i, rule)
 	}
 	return -1, ""
 }

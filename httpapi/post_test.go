@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-bridge/mcp-bridge/approval"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 )
 
@@ -149,5 +151,71 @@ func TestParse(t *testing.T) {
 				t.Errorf("record: %d requests waiting, want %d", p.rec.left, requests)
 			}
 		})
+	}
+}
+
+// TestAdmitHeld: admission sets aside a call the approval rules hold for
+// a transport that holds it (admitHolding); a way in that does not hold
+// calls (admit) refuses it, so one that knows nothing of approvals never
+// lets such a call through unasked; a batch that holds one is refused
+// whole. Answers to the bridge's own questions are taken out of the POST,
+// whether or not a question is still open.
+func TestAdmitHeld(t *testing.T) {
+	rule, err := approval.ParseRule("*=echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &mcpHandler{opts: Options{MaxBodyBytes: 1 << 20, ResponseMode: ModeAuto, Now: time.Now,
+		Approval: approval.NewPolicy("s", []approval.Rule{rule}, false)}, log: slog.New(slog.DiscardHandler)}
+	post := func(body string) *post {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		p, err := h.parseStreamable(httptest.NewRecorder(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	const echo = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"m":1}}}`
+
+	p := post(echo)
+	if refusal, err := h.admitHolding(r, p, nil); err != nil || refusal != nil || p.held == nil || p.held.tool != "echo" || string(p.held.args) != `{"m":1}` {
+		t.Errorf("admitHolding: %s, %v, %+v", refusal, err, p.held)
+	}
+	p = post(echo)
+	if refusal, err := h.admit(r, p, nil); err != nil || p.held != nil || !strings.Contains(string(refusal), `cannot hold a call for approval: it was not run`) || !strings.Contains(string(refusal), `"id":3`) {
+		t.Errorf("admit: %s, %v, %+v", refusal, err, p.held)
+	}
+	p = post(`[` + echo + `,{"jsonrpc":"2.0","id":4,"method":"ping"}]`)
+	if _, err := h.admitHolding(r, p, nil); toHTTPError(err).status != http.StatusForbidden || !strings.Contains(err.Error(), "send it alone") {
+		t.Errorf("a batch: %v", err)
+	}
+	p = post(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"other"}}`)
+	if refusal, err := h.admit(r, p, nil); err != nil || refusal != nil || p.held != nil {
+		t.Errorf("a call no rule holds: %s, %v", refusal, err)
+	}
+
+	// The bridge's answers, on a session.
+	answers, forget := h.questions.ask("s1", `"mcp-bridge-approval-x"`)
+	defer forget()
+	p = post(`[{"jsonrpc":"2.0","id":"mcp-bridge-approval-x","result":{"action":"decline"}},{"jsonrpc":"2.0","id":"mcp-bridge-approval-late","result":{}},{"jsonrpc":"2.0","id":"child-1","result":{}}]`)
+	h.questions.take(p, "s1")
+	if len(p.msgs) != 1 || string(p.msgs[0].ID()) != `"child-1"` {
+		t.Errorf("left for the child: %d messages", len(p.msgs))
+	}
+	select {
+	case got := <-answers:
+		if !strings.Contains(string(got), "decline") {
+			t.Errorf("the answer %s", got)
+		}
+	default:
+		t.Error("the open question got no answer")
+	}
+	p = post(`{"jsonrpc":"2.0","id":"mcp-bridge-approval-x","result":{}}`)
+	h.questions.take(p, "s2") // another session's: not its question, and the bridge's all the same
+	if len(p.msgs) != 0 || len(answers) != 0 {
+		t.Errorf("another session's answer: %d left, %d delivered", len(p.msgs), len(answers))
 	}
 }

@@ -160,9 +160,8 @@ type Options struct {
 	// Approval marks the tools/call requests that need a human's yes
 	// before they reach the child (--tool-approve, a server's
 	// toolApprove), decided after ToolPolicy. Nil: none does. Such a
-	// call is held on Approvals (approval.Engine.Decide) by the
-	// transports that can hold one; the others refuse it, saying why,
-	// so it never reaches the child without a yes.
+	// call is held on Approvals (approval.Engine.Decide) by every
+	// transport (held.go), and reaches the child only on a yes.
 	Approval *approval.Policy
 	// Approvals is the bridge's approval engine, one for the process.
 	// A handler of its own (not a server of Mounts, which serves it for

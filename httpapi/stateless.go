@@ -15,8 +15,11 @@ func (h *mcpHandler) statelessPost(w http.ResponseWriter, r *http.Request) error
 
 // stateless serves a POST of the 2025 era in stateless mode.
 func (h *mcpHandler) stateless(w http.ResponseWriter, r *http.Request, p *post) error {
-	if done, err := h.admitted(w, r, p, nil); done {
+	if done, err := h.admittedHolding(w, r, p, nil); done {
 		return err
+	}
+	if p.held != nil {
+		return h.respond(w, r, p, h.holdStateless(r.Context(), p), answer{})
 	}
 	sess, cached, err := h.srv.Stateless(r.Context(), &p.msgs[0])
 	if err != nil {

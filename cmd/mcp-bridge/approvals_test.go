@@ -1,12 +1,14 @@
 package main
 
 // Approvals on a real bridge process: the flags and the --config fields
-// reach the call path and the operators' channel. The transports do not
-// hold calls yet, so a call that needs a human's yes is refused, saying
-// so, and never reaches the server; the operators' channel answers; the
-// fail-open flag is warned about at start.
+// reach the call path and the operators' channel. A call that needs a
+// human's yes is held until an operator decides it through /approvals
+// (its client cannot be asked: it declared no elicitation), and reaches
+// the server only when approved; the fail-open flag is warned about at
+// start, and runs nothing while an approver can decide.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -57,17 +59,36 @@ func TestApprovalsProcess(t *testing.T) {
 	s := openSessionAs(t, p.URL, apprCallerToken)
 	ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
 	defer cancel()
-	for _, args := range []any{map[string]any{"message": "x"}, map[string]any{"message": "x", "confirm": true}} {
-		r, err := s.call(ctx, "echo", args)
-		if err != nil {
-			t.Fatal(err)
+	events := openApprovalEvents(ctx, t, p.Base, apprOpsToken)
+	for _, tt := range []struct {
+		args    map[string]any
+		verdict string
+		want    string
+	}{
+		{map[string]any{"message": "x", "confirm": true}, "deny", `"isError":true`},
+		{map[string]any{"message": "x"}, "approve", `"text":"x"`},
+	} {
+		replies := make(chan rpcReply, 1)
+		go func() {
+			r, err := s.call(ctx, "echo", tt.args)
+			if err != nil {
+				r.raw = []byte(err.Error())
+			}
+			replies <- r
+		}()
+		v := events.next(t, "approval_requested")
+		if v.Tool != "echo" || v.Principal != "CALLER_TOKEN" {
+			t.Errorf("held: %+v", v)
 		}
-		if r.Error == nil || !strings.Contains(r.Error.Message, `tool "echo" needs a human's approval (rule *=echo)`) {
-			t.Errorf("a call that needs approval: %s", r.raw)
+		if code, body := decideAs(t, p.Base, apprOpsToken, v.ID, tt.verdict); code != 200 {
+			t.Fatalf("%s: %d %s", tt.verdict, code, body)
+		}
+		if r := <-replies; !strings.Contains(string(r.raw), tt.want) {
+			t.Errorf("%s: %s", tt.verdict, r.raw)
 		}
 	}
-	if n := s.intTool("echo_count"); n != 0 {
-		t.Errorf("the server answered %d echo calls, want 0", n)
+	if n := s.intTool("echo_count"); n != 1 {
+		t.Errorf("the server answered %d echo calls, want 1", n)
 	}
 
 	if code, body := getAs(t, p.Base+"/approvals", apprOpsToken); code != 200 || !strings.Contains(body, `"approvals":[]`) || !strings.Contains(body, `"approver":true`) {
@@ -83,9 +104,65 @@ func TestApprovalsProcess(t *testing.T) {
 		t.Errorf("/metrics: %d, no mcp_bridge_approvals_pending", code)
 	}
 	b, _ := os.ReadFile(audit)
-	if n := strings.Count(string(b), `"tool":"echo","outcome":"denied"`); n != 2 {
-		t.Errorf("%d audit lines of the denied calls, want 2:\n%s", n, b)
+	for _, line := range []string{`"tool":"echo","outcome":"denied"`, `"event":"denied"`, `"event":"executed"`, `"channel":"operator","approver":"OPS_TOKEN"`} {
+		if !strings.Contains(string(b), line) {
+			t.Errorf("no %s in the audit log:\n%s", line, b)
+		}
 	}
+}
+
+// approvalEvents is an operator's /approvals/events stream.
+type approvalEvents struct{ sc *bufio.Scanner }
+
+func openApprovalEvents(ctx context.Context, t *testing.T, base, token string) approvalEvents {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/approvals/events", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/approvals/events: %v %v", err, resp)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return approvalEvents{bufio.NewScanner(resp.Body)}
+}
+
+type approvalView struct{ ID, Tool, Principal, Server string }
+
+// next is the approval of the next event of kind.
+func (e approvalEvents) next(t *testing.T, kind string) approvalView {
+	t.Helper()
+	for e.sc.Scan() {
+		data, ok := strings.CutPrefix(e.sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Event    string       `json:"event"`
+			Approval approvalView `json:"approval"`
+		}
+		if json.Unmarshal([]byte(data), &ev) == nil && ev.Event == kind {
+			return ev.Approval
+		}
+	}
+	t.Fatalf("the stream ended before a %s event", kind)
+	return approvalView{}
+}
+
+// decideAs decides an approval as the principal of token.
+func decideAs(t *testing.T, base, token, id, verdict string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/approvals/"+id, strings.NewReader(`{"decision":"`+verdict+`","reason":"checked"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // TestApprovalsConfigFile: a --config server's own approval rules, with
@@ -102,9 +179,20 @@ func TestApprovalsConfigFile(t *testing.T) {
 	p := startBridge(t, env, "--config", file, "--token-env", "CALLER_TOKEN", "--token-env", "OPS_TOKEN", "--approver", "token:OPS_TOKEN")
 	ctx, cancel := context.WithTimeout(context.Background(), safetyNet)
 	defer cancel()
+	events := openApprovalEvents(ctx, t, p.Base, apprOpsToken)
 	held := openSessionAs(t, p.Base+"/servers/held/mcp", apprCallerToken)
-	if r, err := held.call(ctx, "echo", map[string]any{"message": "x"}); err != nil || r.Error == nil || !strings.Contains(r.Error.Message, "needs a human's approval") {
-		t.Errorf("held/echo: %v %s", err, r.raw)
+	replies := make(chan rpcReply, 1)
+	go func() {
+		r, _ := held.call(ctx, "echo", map[string]any{"message": "x"})
+		replies <- r
+	}()
+	if v := events.next(t, "approval_requested"); v.Server != "held" || v.Tool != "echo" {
+		t.Errorf("held: %+v", v)
+	} else if code, body := decideAs(t, p.Base, apprOpsToken, v.ID, "deny"); code != 200 {
+		t.Errorf("deny: %d %s", code, body)
+	}
+	if r := <-replies; !strings.Contains(string(r.raw), `"isError":true`) {
+		t.Errorf("held/echo: %s", r.raw)
 	}
 	free := openSessionAs(t, p.Base+"/servers/free/mcp", apprCallerToken)
 	if r, err := free.call(ctx, "echo", map[string]any{"message": "x"}); err != nil || r.Error != nil {

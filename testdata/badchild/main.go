@@ -39,6 +39,7 @@
 //	env {}                     answers os.Environ() joined by "\n"
 //	pid {}                     answers its pid
 //	cancels {}                 answers a JSON array of the requestIds seen in notifications/cancelled
+//	strays {}                  answers a JSON array of the ids of responses to requests it never sent
 //	state_calls {}             answers the setLevel/subscribe/unsubscribe requests received, as a JSON array
 //	lifecycle {}               answers the initialize requests (with their params) and
 //	                           notifications/initialized received, in order, as a JSON array
@@ -80,7 +81,8 @@
 // (always exit 3 at once), -never-init (never answer initialize), -tool-pages N (tools/list
 // in N pages, the cursor of page k being "page-k"; a cursor it did not give is -32602),
 // -hang-lists (never answer a */list request, as a server that hangs), -notify-at-init
-// METHOD, -ask-when-idle METHOD.
+// METHOD, -ask-when-idle METHOD, -runs PATH (append the message of every echo call to PATH, a
+// quoted line each: what ran, recorded across every process that shares PATH).
 // Run as "badchild grandchild [-ignore-term] [-daemon]" it blocks until killed
 // (with -daemon it starts the daemon and exits); that is what fork starts.
 // Run as "badchild probe OP TARGET" it prints what probe would answer.
@@ -126,6 +128,8 @@ type server struct {
 	pending  map[string]chan message  // our requests to the client, by raw id
 	inflight map[string]chan struct{} // tools/call in progress, closed on cancel
 	cancels  []json.RawMessage
+	// strays: the ids of responses to requests it never sent.
+	strays []json.RawMessage
 	// stateCalls: setLevel, subscribe and unsubscribe requests, in order.
 	stateCalls []string
 	// lifecycle: initialize requests and initialized notifications, in order.
@@ -145,6 +149,7 @@ type server struct {
 	askWhenIdle   string
 	notifyAtInit  string // -notify-at-init
 	toolPages     int    // -tool-pages
+	runs          string // -runs
 	hangLists     bool   // -hang-lists
 	askOnce       sync.Once
 	askedWhenIdle string
@@ -168,6 +173,7 @@ func main() {
 	neverInit := flag.Bool("never-init", false, "never answer initialize")
 	notifyAtInit := flag.String("notify-at-init", "", "send this notification once initialized, as a server that announces its lists as it starts")
 	askWhenIdle := flag.String("ask-when-idle", "", "send the client a request of this method on its own, right after the first tools/call is answered")
+	runs := flag.String("runs", "", "append the message of every echo call to this file, a line each: a record of the calls run that outlives the process")
 	toolPages := flag.Int("tool-pages", 1, "answer tools/list in this many pages, each with a nextCursor to the next")
 	hangLists := flag.Bool("hang-lists", false, "never answer tools/list, prompts/list, resources/list or resources/templates/list")
 	flag.Parse()
@@ -202,6 +208,7 @@ func main() {
 		askWhenIdle:  *askWhenIdle,
 		notifyAtInit: *notifyAtInit,
 		toolPages:    max(*toolPages, 1),
+		runs:         *runs,
 		hangLists:    *hangLists,
 	}
 	if *banner {
@@ -382,6 +389,9 @@ func (s *server) deliverResponse(m message) {
 	s.stateMu.Unlock()
 	if !ok {
 		fmt.Fprintf(os.Stderr, "badchild: response to unknown request %s\n", m.ID)
+		s.stateMu.Lock()
+		s.strays = append(s.strays, m.ID)
+		s.stateMu.Unlock()
 		return
 	}
 	ch <- m
@@ -432,6 +442,9 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 	switch p.Name {
 	case "echo":
 		s.echoes.Add(1)
+		if s.runs != "" {
+			s.recordRun(a.Message)
+		}
 		s.respond(m.ID, textResult(a.Message), true)
 	case "echo_count":
 		s.respond(m.ID, textResult(strconv.FormatInt(s.echoes.Load(), 10)), false)
@@ -558,9 +571,9 @@ func (s *server) callTool(m message, done <-chan struct{}) {
 		for n := 0; ; n++ {
 			spun.Add(1)
 		}
-	case "cancels":
+	case "cancels", "strays":
 		s.stateMu.Lock()
-		ids, _ := json.Marshal(s.cancels) // raw ids marshal as themselves
+		ids, _ := json.Marshal(map[string][]json.RawMessage{"cancels": s.cancels, "strays": s.strays}[p.Name]) // raw ids marshal as themselves
 		s.stateMu.Unlock()
 		if string(ids) == "null" {
 			ids = []byte("[]")
@@ -975,6 +988,18 @@ func idKey(id json.RawMessage) string {
 	return b.String()
 }
 
+// recordRun appends an echo call's message to the -runs file: one
+// O_APPEND write a line, whole, so that several children may share it.
+func (s *server) recordRun(msg string) {
+	f, err := os.OpenFile(s.runs, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "badchild: -runs: %v\n", err)
+		return
+	}
+	defer f.Close()
+	_, _ = f.WriteString(strconv.Quote(msg) + "\n")
+}
+
 func toolList() []any {
 	obj := func(props ...string) map[string]any {
 		p := map[string]any{}
@@ -984,41 +1009,47 @@ func toolList() []any {
 		return map[string]any{"type": "object", "properties": p}
 	}
 	tools := []struct {
-		name, desc string
-		schema     map[string]any
+		name, desc  string
+		schema      map[string]any
+		annotations map[string]any
 	}{
-		{"echo", "Echoes message; the response has its id last.", obj("message", "string")},
-		{"echo_count", "Answers how many echo calls it has answered.", obj()},
-		{"big", "Answers a text of the given number of bytes.", obj("bytes", "integer", "id_first", "boolean")},
-		{"garbage", "Writes non-JSON lines to stdout before answering.", obj("lines", "integer")},
-		{"stderr_flood", "Writes numbered lines to stderr before answering.", obj("lines", "integer")},
-		{"stderr", "Writes a line to stderr, then answers ok.", obj("stderr", "string")},
-		{"crash", "Writes to stderr and exits without answering.", obj("code", "integer", "stderr", "string")},
-		{"fork", "Starts a grandchild (or a daemon); answers its pid.", obj("setsid", "boolean", "ignore_term", "boolean", "daemon", "boolean")},
-		{"slow", "Sends progress and log notifications over ms milliseconds.", obj("ms", "integer", "steps", "integer")},
-		{"sample", "Asks the client for sampling/createMessage; answers its text.", obj("prompt", "string")},
-		{"ask", "Sends the client a request of the given method; answers what came back, even an error.", obj("method", "string")},
-		{"asked_when_idle", "Answers what came back for the -ask-when-idle request (\"\" while nothing has), then sends it the first time.", obj()},
-		{"notify", "Sends the given notification, then answers ok.", obj("method", "string", "params", "object")},
-		{"flood", "Sends count progress notifications of the given size as fast as it can.", obj("count", "integer", "bytes", "integer")},
-		{"env", "Answers the child's environment.", obj()},
-		{"pid", "Answers the child's pid.", obj()},
-		{"cancels", "Answers the requestIds seen in notifications/cancelled.", obj()},
-		{"state_calls", "Answers the logging/setLevel and resources/(un)subscribe requests received, in order.", obj()},
-		{"lifecycle", "Answers the initialize requests and initialized notifications received, in order.", obj()},
-		{"hang", "Never answers; waits until cancelled.", obj()},
-		{"close_stdout", "Closes stdout and keeps running without answering.", obj()},
-		{"ask_after", "Answers ok, then asks the client method; writes what came back to stderr.", obj("method", "string")},
-		{"progress_after", "Answers ok, then sends progress for the request.", obj()},
-		{"stop_reading", "Answers ok, then never reads stdin again (and keeps running).", obj()},
-		{"probe", "Tries one thing a sandbox may refuse (read, list, write, exec, tcp, udp, unix, listen) on target; answers ok or the error.", obj("op", "string", "target", "string", "in_grandchild", "boolean", "exit_on_error", "boolean")},
-		{"forkbomb", "Starts processes until the system refuses one, then exits 1.", obj()},
-		{"hog", "Allocates memory until it dies.", obj()},
-		{"spin", "Keeps a CPU busy until it dies.", obj()},
+		{"echo", "Echoes message; the response has its id last.", obj("message", "string"), nil},
+		{"echo_count", "Answers how many echo calls it has answered.", obj(), map[string]any{"readOnlyHint": true, "destructiveHint": false}},
+		{"big", "Answers a text of the given number of bytes.", obj("bytes", "integer", "id_first", "boolean"), nil},
+		{"garbage", "Writes non-JSON lines to stdout before answering.", obj("lines", "integer"), nil},
+		{"stderr_flood", "Writes numbered lines to stderr before answering.", obj("lines", "integer"), nil},
+		{"stderr", "Writes a line to stderr, then answers ok.", obj("stderr", "string"), nil},
+		{"crash", "Writes to stderr and exits without answering.", obj("code", "integer", "stderr", "string"), nil},
+		{"fork", "Starts a grandchild (or a daemon); answers its pid.", obj("setsid", "boolean", "ignore_term", "boolean", "daemon", "boolean"), nil},
+		{"slow", "Sends progress and log notifications over ms milliseconds.", obj("ms", "integer", "steps", "integer"), nil},
+		{"sample", "Asks the client for sampling/createMessage; answers its text.", obj("prompt", "string"), nil},
+		{"ask", "Sends the client a request of the given method; answers what came back, even an error.", obj("method", "string"), nil},
+		{"asked_when_idle", "Answers what came back for the -ask-when-idle request (\"\" while nothing has), then sends it the first time.", obj(), nil},
+		{"notify", "Sends the given notification, then answers ok.", obj("method", "string", "params", "object"), nil},
+		{"flood", "Sends count progress notifications of the given size as fast as it can.", obj("count", "integer", "bytes", "integer"), nil},
+		{"env", "Answers the child's environment.", obj(), nil},
+		{"pid", "Answers the child's pid.", obj(), nil},
+		{"cancels", "Answers the requestIds seen in notifications/cancelled.", obj(), nil},
+		{"strays", "Answers the ids of responses to requests it never sent.", obj(), nil},
+		{"state_calls", "Answers the logging/setLevel and resources/(un)subscribe requests received, in order.", obj(), nil},
+		{"lifecycle", "Answers the initialize requests and initialized notifications received, in order.", obj(), nil},
+		{"hang", "Never answers; waits until cancelled.", obj(), nil},
+		{"close_stdout", "Closes stdout and keeps running without answering.", obj(), nil},
+		{"ask_after", "Answers ok, then asks the client method; writes what came back to stderr.", obj("method", "string"), nil},
+		{"progress_after", "Answers ok, then sends progress for the request.", obj(), nil},
+		{"stop_reading", "Answers ok, then never reads stdin again (and keeps running).", obj(), nil},
+		{"probe", "Tries one thing a sandbox may refuse (read, list, write, exec, tcp, udp, unix, listen) on target; answers ok or the error.", obj("op", "string", "target", "string", "in_grandchild", "boolean", "exit_on_error", "boolean"), nil},
+		{"forkbomb", "Starts processes until the system refuses one, then exits 1.", obj(), nil},
+		{"hog", "Allocates memory until it dies.", obj(), nil},
+		{"spin", "Keeps a CPU busy until it dies.", obj(), nil},
 	}
 	out := make([]any, 0, len(tools))
 	for _, t := range tools {
-		out = append(out, map[string]any{"name": t.name, "description": t.desc, "inputSchema": t.schema})
+		tool := map[string]any{"name": t.name, "description": t.desc, "inputSchema": t.schema}
+		if t.annotations != nil {
+			tool["annotations"] = t.annotations
+		}
+		out = append(out, tool)
 	}
 	return out
 }
