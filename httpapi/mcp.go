@@ -21,6 +21,9 @@ type mcpHandler struct {
 	log    *slog.Logger
 	limits *limits   // nil without per-principal limits
 	audit  *auditLog // nil without an audit log
+	// agg is the aggregate endpoint's admission (aggregate.go), nil on a
+	// server's own endpoint.
+	agg *aggregateAdmission
 }
 
 // serve adapts a handler that returns an error, as tsweb does: an error

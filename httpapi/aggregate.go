@@ -1,0 +1,235 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/mcp-bridge/mcp-bridge/aggregate"
+	"github.com/mcp-bridge/mcp-bridge/aggregate/endpoint"
+	"github.com/mcp-bridge/mcp-bridge/auth"
+	"github.com/mcp-bridge/mcp-bridge/bridge"
+)
+
+// The aggregate endpoint (docs/aggregate.md): the servers of Mounts
+// served as one MCP server at Options.Path (/mcp), with the same
+// transports as each server's own (Streamable HTTP and legacy HTTP+SSE),
+// over a bridge.Server made of the servers' bridges (aggregate/endpoint).
+// Each tools/call meets the tool policy and the approval rules of the
+// server it goes to, on the server's own name for the tool.
+
+// AggregateOptions configure the aggregate endpoint of Mounts.
+type AggregateOptions struct {
+	// Names are the aggregate's names; nil stops serving it.
+	Names *aggregate.Names
+	// HTTP configures the endpoint as a server's Options do: Path (its
+	// path, default /mcp), the legacy paths beside it, authentication,
+	// limits, the audit log. Bridge, ToolPolicy and Approval are not
+	// read: each call meets those of its server.
+	HTTP Options
+	// ListTimeout is how long a list waits for each server. Default 3 s.
+	ListTimeout time.Duration
+}
+
+// aggregateMount is the aggregate endpoint as Mounts serves it.
+type aggregateMount struct {
+	srv   *endpoint.Server
+	h     http.Handler
+	paths map[string]bool // the paths it serves
+}
+
+// ServeAggregate serves the aggregate endpoint with o, or, on a later
+// call (a reload), gives it the new names: its sessions are told their
+// lists may have changed. o.Names nil stops serving it.
+func (m *Mounts) ServeAggregate(o AggregateOptions) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur := m.agg.Load()
+	if o.Names == nil {
+		if cur != nil {
+			m.agg.Store(nil)
+			cur.srv.Close()
+		}
+		return nil
+	}
+	if cur != nil {
+		cur.srv.SetNames(o.Names)
+		return nil
+	}
+	am, err := m.newAggregate(o)
+	if err != nil {
+		return err
+	}
+	m.agg.Store(am)
+	return nil
+}
+
+// AggregateServer is the aggregate endpoint's server, nil when none is
+// served.
+func (m *Mounts) AggregateServer() *endpoint.Server {
+	if am := m.agg.Load(); am != nil {
+		return am.srv
+	}
+	return nil
+}
+
+func (m *Mounts) newAggregate(o AggregateOptions) (*aggregateMount, error) {
+	opts := o.HTTP
+	opts.Path = cmpOr(opts.Path, DefaultPath)
+	opts.ToolPolicy, opts.Approval = nil, nil // each server's, in admit
+	opts.inMounts, opts.aggregate = true, true
+	opts.Stateless = false // its sessions hold a session per server
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	bridgeOf := func(name string) *bridge.Bridge {
+		if mt := (*m.set.Load())[name]; mt != nil {
+			return mt.b
+		}
+		return nil
+	}
+	srv := endpoint.New(endpoint.Options{
+		Names: o.Names, Bridge: bridgeOf, ListTimeout: o.ListTimeout, Logger: opts.Logger.With("endpoint", "aggregate"),
+		Private: opts.Auth != nil,
+		Allowed: func(ctx context.Context) func(string) bool {
+			pr, _ := auth.FromContext(ctx)
+			return m.aggregateFilter(srvNames(m), pr)
+		},
+	})
+	h := &mcpHandler{opts: opts, srv: srv, log: opts.Logger, limits: newLimits(opts), agg: &aggregateAdmission{m: m}}
+	if opts.Audit != nil {
+		h.audit = &auditLog{w: opts.Audit, args: opts.AuditArguments, now: opts.Now, serverOf: h.agg.serverOf}
+	}
+	origins, err := newOriginMatcher(opts.AllowedOrigins)
+	if err != nil {
+		srv.Close()
+		return nil, err
+	}
+	resource, err := newResourceURL(opts.PublicURL, opts.Path)
+	if err != nil {
+		srv.Close()
+		return nil, err
+	}
+	r := chi.NewRouter()
+	r.Use(middleware.Recoverer)
+	r.Use(guard{origins: origins, loopbackOnly: opts.LoopbackOnly, refused: newOriginLog(opts.Logger, opts.Now)}.middleware)
+	r.Use(newCORS(origins))
+	r.Group(func(r chi.Router) { h.mcpRoutes(r, resource) })
+	r.MethodNotAllowed(h.methodNotAllowed)
+	paths := map[string]bool{opts.Path: true}
+	if opts.legacyOn() {
+		paths[opts.SSEPath], paths[opts.MessagePath] = true, true
+	}
+	return &aggregateMount{srv: srv, h: r, paths: paths}, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// srvNames are the names the aggregate serves now.
+func srvNames(m *Mounts) *aggregate.Names {
+	if am := m.agg.Load(); am != nil {
+		return am.srv.Names()
+	}
+	return nil
+}
+
+// aggregateFilter is pr's tool filter on the aggregate's exposed names:
+// each tool as its server's tool policy sees it. Nil when no server has
+// a policy.
+func (m *Mounts) aggregateFilter(names *aggregate.Names, pr auth.Principal) func(string) bool {
+	if names == nil {
+		return nil
+	}
+	set := *m.set.Load()
+	filters := map[string]*auth.ToolFilter{}
+	for _, s := range names.Servers() {
+		if mt := set[s]; mt != nil && mt.opts.ToolPolicy != nil {
+			filters[s] = mt.opts.ToolPolicy.For(pr)
+		}
+	}
+	if len(filters) == 0 {
+		return nil
+	}
+	return func(exposed string) bool {
+		server, own, err := names.Resolve(aggregate.KindTool, exposed)
+		if err != nil {
+			return false
+		}
+		return filters[server].Allowed(own)
+	}
+}
+
+// aggregateAdmission is what admit does on the aggregate endpoint: each
+// tools/call meets its server's tool policy and approval rules.
+type aggregateAdmission struct{ m *Mounts }
+
+// serverOf is the server a tool's exposed name goes to, "" for none: the
+// audit log's server.
+func (a *aggregateAdmission) serverOf(tool string) string {
+	names := srvNames(a.m)
+	if names == nil || tool == "" {
+		return ""
+	}
+	server, _, err := names.Resolve(aggregate.KindTool, tool)
+	if err != nil {
+		return ""
+	}
+	return server
+}
+
+// refusedCall is mcpHandler.refusedCall on the aggregate endpoint: the
+// first tools/call its server's tool policy denies pr, else the first
+// its server's approval rules hold (which never reaches the server).
+func (a *aggregateAdmission) refusedCall(h *mcpHandler, p *post, pr auth.Principal) (int, string) {
+	names := srvNames(a.m)
+	if names == nil {
+		return -1, ""
+	}
+	set := *a.m.set.Load()
+	held := -1
+	var heldMsg string
+	for i := range p.rec.calls {
+		c := &p.rec.calls[i]
+		if c.kind != bridge.Request || c.method != methodToolsCall {
+			continue
+		}
+		tool, _ := c.toolCall()
+		server, own, err := names.Resolve(aggregate.KindTool, tool)
+		mt := set[server]
+		if err != nil || mt == nil {
+			continue // the aggregate answers: unknown tool, or the server is down
+		}
+		if !mt.opts.ToolPolicy.For(pr).Allowed(own) {
+			h.log.Info("tools/call refused by the tool policy", "tool", tool, "server", server, "era", p.rec.era)
+			p.rec.deny(i)
+			return i, "tool " + quote(tool) + " is not allowed for this principal (tool policy)"
+		}
+		if rule, ok := mt.opts.Approval.Needs(pr, own); ok && held < 0 {
+			held = i
+			h.log.Info("tools/call needs approval, which this transport cannot hold a call for yet: refused", "tool", tool, "server", server, "rule", rule.String())
+			heldMsg = "tool " + quote(tool) + " needs a human's approval (rule " + rule.String() + "), and the bridge cannot hold a call for approval on this transport yet: it was not run"
+		}
+	}
+	if held >= 0 {
+		p.rec.deny(held)
+		return held, heldMsg
+	}
+	return -1, ""
+}
+
+// aggregateChanged tells the aggregate's sessions that their lists may
+// have changed: a server was added, removed or restarted.
+func (m *Mounts) aggregateChanged(ch Changes) {
+	if am := m.agg.Load(); am != nil && len(ch.Added)+len(ch.Removed)+len(ch.Restarted) > 0 {
+		am.srv.Hub().Signal(aggregate.AllChanged)
+	}
+}
