@@ -1,0 +1,153 @@
+package main
+
+// The aggregate endpoint with real servers behind one /mcp: two
+// server-everything, server-filesystem and the badchild, met by the Go
+// SDK's client, the TypeScript SDK's v1 client and its v2 client pinned
+// to 2026-07-28.
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
+)
+
+// aggregateConfig writes a --config file whose servers are all served at
+// /mcp too, and returns its path and the directory server-filesystem
+// serves (holding hello.txt).
+func aggregateConfig(t *testing.T, extra string) (file, dir string) {
+	t.Helper()
+	quote := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	node := testpeers.Node(t)
+	dir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hello from the filesystem"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fsEntry := filepath.Join(testpeers.NodeModules(t), "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
+	everything := `{"command": ` + quote(node) + `, "args": [` + quote(everythingEntry(t)) + `]}`
+	file = filepath.Join(t.TempDir(), "servers.json")
+	cfg := `{"aggregate": true, "mcpServers": {
+		"everything": ` + everything + `,
+		"everything2": ` + everything + `,
+		"fs": {"command": ` + quote(node) + `, "args": [` + quote(fsEntry) + `, ` + quote(dir) + `]},
+		"child": {"command": ` + quote(testpeers.BuildGo(t, "./testdata/badchild")) + `}` + extra + `}}`
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file, dir
+}
+
+// TestAggregateRealServers: the Go SDK's client lists the tools of every
+// server behind /mcp and calls one of each, with sampling and elicitation
+// from server-everything; the same resource URI of two servers reaches
+// each.
+func TestAggregateRealServers(t *testing.T) {
+	t.Parallel()
+	file, dir := aggregateConfig(t, "")
+	p := startBridge(t, environWithout(envPrefix), "--config", file, "--stop-grace", "500ms")
+	p.waitLog(`msg="the aggregate endpoint serves these servers as one"`)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*safetyNet)
+	defer cancel()
+	sampled, elicited := make(chan string, 4), make(chan string, 4)
+	client := mcp.NewClient(&mcp.Implementation{Name: "aggregate-go", Version: "1"}, &mcp.ClientOptions{
+		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			sampled <- "asked"
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "aggregate", Content: &mcp.TextContent{Text: "sampled through the aggregate"}}, nil
+		},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			elicited <- req.Params.Message
+			return &mcp.ElicitResult{Action: "accept", Content: elicitedContent}, nil
+		},
+	})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.Base + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if caps := cs.InitializeResult().Capabilities; caps.Tools == nil || !caps.Tools.ListChanged || caps.Resources == nil || caps.Prompts == nil {
+		t.Errorf("merged capabilities %+v: want tools (listChanged), resources and prompts", caps)
+	}
+	if in := cs.InitializeResult().Instructions; in != "" && !strings.Contains(in, "## ") {
+		t.Errorf("instructions not headed by server: %q", in)
+	}
+
+	var tools []string
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		tools = append(tools, tool.Name)
+	}
+	for _, want := range []string{"everything__echo", "everything2__echo", "child__echo", "fs__read_text_file", "everything__trigger-sampling-request"} {
+		if !slices.Contains(tools, want) {
+			t.Errorf("tools/list lacks %s: %q", want, tools)
+		}
+	}
+	call := func(name string, args map[string]any) string {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var out []string
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				out = append(out, tc.Text)
+			}
+		}
+		if res.IsError {
+			t.Errorf("%s: isError: %q", name, out)
+		}
+		return strings.Join(out, "\n")
+	}
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"everything__echo", map[string]any{"message": "one"}, "one"},
+		{"everything2__echo", map[string]any{"message": "two"}, "two"},
+		{"child__echo", map[string]any{"message": "three"}, "three"},
+		{"fs__read_text_file", map[string]any{"path": filepath.Join(dir, "hello.txt")}, "hello from the filesystem"},
+		{"everything__trigger-sampling-request", map[string]any{"prompt": "hi", "maxTokens": 10}, "sampled through the aggregate"},
+		{"everything__trigger-elicitation-request", map[string]any{}, "Ada Lovelace"},
+	} {
+		if got := call(c.tool, c.args); !strings.Contains(got, c.want) {
+			t.Errorf("%s answered %q, want %q in it", c.tool, got, c.want)
+		}
+	}
+	if len(sampled) != 1 || len(elicited) != 1 {
+		t.Errorf("the client was asked %d samplings and %d elicitations, want 1 each", len(sampled), len(elicited))
+	}
+
+	// The same URI on two servers: each reached, each answer its own.
+	var uri string
+	for r, err := range cs.Resources(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rest, ok := strings.CutPrefix(r.URI, "mcp-bridge://everything/"); ok && strings.HasPrefix(rest, "demo://resource/static/document/") {
+			uri = rest
+			break
+		}
+	}
+	if uri == "" {
+		t.Fatal("no static document of server-everything listed")
+	}
+	for _, server := range []string{"everything", "everything2"} {
+		res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "mcp-bridge://" + server + "/" + uri})
+		if err != nil {
+			t.Fatalf("read %s of %s: %v", uri, server, err)
+		}
+		if len(res.Contents) != 1 || res.Contents[0].URI != "mcp-bridge://"+server+"/"+uri || res.Contents[0].Text == "" {
+			t.Errorf("read %s of %s: %+v", uri, server, res.Contents)
+		}
+	}
+}
