@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-bridge/mcp-bridge/aggregate"
+	"github.com/mcp-bridge/mcp-bridge/approval"
+	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
 )
 
@@ -139,4 +142,140 @@ func TestAggregateGoSDK(t *testing.T) {
 		t.Errorf("b__sample answered %q", got)
 	}
 
+}
+
+// TestAggregateServerDown: a server's child dies under a call: the call
+// gets a result with isError naming the server, the other server goes on
+// answering, the client is told its tools may have changed, and the
+// server comes back at the next call.
+func TestAggregateServerDown(t *testing.T) {
+	t.Parallel()
+	m, srv := newMounts(t)
+	serveAggregate(t, m, httpapi.AggregateOptions{}, mountSpec(t, "a", "1"), mountSpec(t, "b", "1"))
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	changed := make(chan struct{}, 16)
+	cs := connectAggregate(t, ctx, srv, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	}, "2025-11-25")
+	call := func(name string, args map[string]any) *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return res
+	}
+	pid := resultText(t, call("a__pid", map[string]any{}))
+	if res := call("b__echo", map[string]any{"message": "before"}); resultText(t, res) != "before" {
+		t.Fatalf("b__echo answered %q", resultText(t, res))
+	}
+	res := call("a__crash", map[string]any{"code": 3})
+	if got := resultText(t, res); !res.IsError || !strings.Contains(got, `server "a"`) {
+		t.Errorf("a call whose server died answered %q (isError %v), want isError naming server a", got, res.IsError)
+	}
+	if res := call("b__echo", map[string]any{"message": "after"}); resultText(t, res) != "after" || res.IsError {
+		t.Errorf("b__echo after a died answered %q", resultText(t, res))
+	}
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("no notifications/tools/list_changed after a server went down")
+	}
+	if got := resultText(t, call("a__pid", map[string]any{})); got == pid || got == "" {
+		t.Errorf("a came back on pid %q, was %q: want a new child", got, pid)
+	}
+	if res := call("a__echo", map[string]any{"message": "back"}); resultText(t, res) != "back" {
+		t.Errorf("a__echo after a came back answered %q", resultText(t, res))
+	}
+}
+
+// TestAggregateRemovedServer: a server no longer served answers its
+// tools' calls with isError naming it, and the others keep working.
+func TestAggregateRemovedServer(t *testing.T) {
+	t.Parallel()
+	m, srv := newMounts(t)
+	a, b := mountSpec(t, "a", "1"), mountSpec(t, "b", "1")
+	serveAggregate(t, m, httpapi.AggregateOptions{}, a, b)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cs := connectAggregate(t, ctx, srv, nil, "2025-11-25")
+	if _, err := m.Apply([]httpapi.MountSpec{b}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__echo", Arguments: map[string]any{"message": "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resultText(t, res); !res.IsError || !strings.Contains(got, `server "a"`) {
+		t.Errorf("a__echo with a removed answered %q (isError %v)", got, res.IsError)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "b__echo", Arguments: map[string]any{"message": "x"}})
+	if err != nil || resultText(t, res) != "x" {
+		t.Errorf("b__echo: %v %v", res, err)
+	}
+	tools := toolNames(t, ctx, cs)
+	if slices.ContainsFunc(tools, func(n string) bool { return strings.HasPrefix(n, "a__") }) || !slices.Contains(tools, "b__echo") {
+		t.Errorf("tools with a removed: %q", tools)
+	}
+}
+
+// TestAggregateHeldCall: a call a server's approval rule holds is never
+// sent to the server from the aggregate endpoint, and a call its tool
+// policy denies neither; each is answered with why, and the audit line
+// names the server.
+func TestAggregateHeldCall(t *testing.T) {
+	t.Parallel()
+	m, srv := newMounts(t)
+	a := mountSpec(t, "a", "1")
+	a.HTTP.Approval = approval.NewPolicy("a", []approval.Rule{mustApprovalRule("*=echo")}, false)
+	a.HTTP.ToolPolicy = auth.NewToolPolicy([]auth.ToolRule{{Subject: "*", Glob: "crash", Deny: true}})
+	var audit syncBuffer
+	if _, err := m.Apply([]httpapi.MountSpec{a}); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := aggregate.NewNames([]aggregate.Member{{Name: "a"}})
+	if err := m.ServeAggregate(httpapi.AggregateOptions{Names: names, HTTP: httpapi.Options{LoopbackOnly: true, Logger: testLogger(t), Audit: &audit}}); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, srv: srv, url: srv.URL + "/mcp", client: srv.Client()}
+	sid := e.initialize("2025-11-25")
+	for _, c := range []struct{ tool, want string }{
+		{"a__echo", "needs a human's approval"},
+		{"a__crash", "not allowed for this principal"},
+	} {
+		_, msgs := e.call(sid, 1, c.tool, map[string]any{"message": "held"})
+		if len(msgs) != 1 || msgs[0]["error"] == nil || !strings.Contains(fmt.Sprint(msgs[0]["error"]), c.want) {
+			t.Errorf("%s answered %v, want an error saying %q", c.tool, msgs, c.want)
+		}
+	}
+	_, msgs := e.call(sid, 2, "a__echo_count", map[string]any{})
+	if got := fmt.Sprint(msgs); !strings.Contains(got, `text:0`) {
+		t.Errorf("a__echo_count after a held echo: %s, want 0: the held call reached the server", got)
+	}
+	if lines := audit.String(); !strings.Contains(lines, `"tool":"a__echo","server":"a","outcome":"denied"`) {
+		t.Errorf("audit log lacks the denied a__echo with its server:\n%s", lines)
+	}
+}
+
+// TestAggregateCursor: the aggregate's own cursors page its list, and a
+// cursor it did not give gets -32602.
+func TestAggregateCursor(t *testing.T) {
+	t.Parallel()
+	m, srv := newMounts(t)
+	serveAggregate(t, m, httpapi.AggregateOptions{}, mountSpec(t, "a", "1"))
+	e := &env{t: t, srv: srv, url: srv.URL + "/mcp", client: srv.Client()}
+	sid := e.initialize("2025-11-25")
+	for _, cursor := range []string{"bogus", "page-2"} {
+		resp := e.do(req{sid: sid, body: `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":"` + cursor + `"}}`})
+		msgs := readMessages(t, resp)
+		if len(msgs) != 1 || fmt.Sprint(msgs[0]["error"]) == "<nil>" || fmt.Sprint(msgs[0]["error"].(map[string]any)["code"]) != "-32602" {
+			t.Errorf("cursor %q answered %v, want -32602", cursor, msgs)
+		}
+	}
 }

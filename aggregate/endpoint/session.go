@@ -437,8 +437,8 @@ func startSession(ctx context.Context, srv bridge.Server, init bridge.Message, o
 
 // pumpGet reads m's GET stream until the member's session ends or the
 // aggregate's does. A member whose session ended while the aggregate's
-// goes on is a server gone down: its calls in flight are answered, and
-// the client is told the lists may have changed.
+// goes on is a server gone down: the client is told the lists may have
+// changed, and the next use starts the server's session anew.
 func (ss *Session) pumpGet(m *member) {
 	rd, err := m.conn.Open()
 	if err != nil {
@@ -467,12 +467,10 @@ func (ss *Session) pumpGet(m *member) {
 	case <-ss.ctx.Done():
 		return
 	}
+	// Each call in flight is answered by its own forward, from what the
+	// server's session says of it (Table.ServerGone would answer it a
+	// second time).
 	ss.log.Info("server of the aggregate went down", "server", m.server)
-	for _, d := range ss.table.ServerGone(m.server) {
-		if d.Dest == aggregate.ToClient {
-			ss.get.push(d.Message, false)
-		}
-	}
 	ss.coal.Signal(aggregate.AllChanged)
 }
 
