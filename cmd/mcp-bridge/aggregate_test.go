@@ -151,3 +151,30 @@ func TestAggregateRealServers(t *testing.T) {
 		}
 	}
 }
+
+// TestAggregateTSClient: the TypeScript SDK's v1 client, on Streamable
+// HTTP and on the legacy HTTP+SSE transport, lists the tools behind /mcp
+// (and /sse) and calls echo, a tool with progress and a tool that asks it
+// for sampling, of server-everything and of the badchild.
+func TestAggregateTSClient(t *testing.T) {
+	t.Parallel()
+	file, _ := aggregateConfig(t, "")
+	p := startBridge(t, environWithout(envPrefix), "--config", file, "--stop-grace", "500ms")
+	p.waitLog(`msg="the aggregate endpoint serves these servers as one"`)
+	for _, mode := range []struct{ name, path string }{{"streamable", "/mcp"}, {"sse", "/sse"}} {
+		for _, server := range []string{"everything", "child"} {
+			t.Run(mode.name+"/"+server, func(t *testing.T) {
+				res := testpeers.RunTSClientEnv(t, mode.name, p.Base+mode.path, []string{"TSCLIENT_PREFIX=" + server + "__", "TSCLIENT_MESSAGE=hello " + server})
+				if !slices.Contains(res.Tools, server+"__echo") || !slices.Contains(res.Tools, "fs__read_text_file") {
+					t.Errorf("tools %q", res.Tools)
+				}
+				if res.Echo != "hello "+server && !strings.Contains(res.Echo, "hello "+server) {
+					t.Errorf("echo %q", res.Echo)
+				}
+				if len(res.Progress) == 0 || !strings.Contains(res.Sample, "sampled:") {
+					t.Errorf("progress %v, sample %q", res.Progress, res.Sample)
+				}
+			})
+		}
+	}
+}
