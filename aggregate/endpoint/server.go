@@ -251,12 +251,6 @@ func (s *Server) Initialize(ctx context.Context, req bridge.InitRequest) (bridge
 	return ss, rd, nil
 }
 
-// Modern is not served on the aggregate endpoint yet.
-func (s *Server) Modern(context.Context, bridge.ModernRequest) (bridge.Call, error) {
-	return nil, &bridge.Error{Kind: bridge.KindInvalid, Code: bridge.CodeSessionRequired,
-		Message: "Bad Request: the aggregate endpoint serves MCP 2024-11-05 to 2025-11-25 sessions; start one with initialize"}
-}
-
 func (s *Server) forget(ss *Session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -9,10 +9,12 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -176,5 +178,50 @@ func TestAggregateTSClient(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestAggregateModernClient: the TypeScript SDK's v2 client pinned to
+// 2026-07-28 discovers the aggregate, lists its tools, calls each
+// server's echo, answers server-everything's sampling and elicitation
+// through MRTR retries (which must reach the server whose requestState
+// they carry), and reads a resource by its aggregate URI.
+func TestAggregateModernClient(t *testing.T) {
+	t.Parallel()
+	file, _ := aggregateConfig(t, "")
+	p := startBridge(t, environWithout(envPrefix), "--config", file, "--stop-grace", "500ms")
+	p.waitLog(`msg="the aggregate endpoint serves these servers as one"`)
+	node := testpeers.Node(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*safetyNet)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join(filepath.Dir(testpeers.NodeModules(t)), "aggregateclient.mjs"), p.Base+"/mcp", "everything", "everything2", "child")
+	cmd.WaitDelay = 5 * time.Second
+	stdout, err := cmd.Output()
+	var res struct {
+		ProtocolVersion string
+		ServerName      string
+		Tools           []string
+		Echo            map[string]string
+		Sample, Elicit  string
+		Read            struct{ URI, Text string }
+		Errors          []string
+	}
+	lines := strings.Split(strings.TrimSpace(string(stdout)), "\n")
+	if jerr := json.Unmarshal([]byte(lines[len(lines)-1]), &res); jerr != nil || err != nil {
+		t.Fatalf("aggregateclient: %v %v\n%s", err, jerr, stdout)
+	}
+	if res.ProtocolVersion != "2026-07-28" {
+		t.Errorf("negotiated %q", res.ProtocolVersion)
+	}
+	for _, server := range []string{"everything", "everything2", "child"} {
+		if !strings.Contains(res.Echo[server], "hello "+server) {
+			t.Errorf("%s__echo answered %q", server, res.Echo[server])
+		}
+	}
+	if !strings.Contains(res.Sample, "sampled by aggregateclient") || !strings.Contains(res.Elicit, "Ada Lovelace") {
+		t.Errorf("sampling answered %q, elicitation %q", res.Sample, res.Elicit)
+	}
+	if !strings.HasPrefix(res.Read.URI, "mcp-bridge://") || res.Read.Text == "" {
+		t.Errorf("read %+v", res.Read)
 	}
 }
