@@ -294,4 +294,3 @@ func (s *Server) discover(ctx context.Context, names *aggregate.Names, req bridg
 	b, _ := json.Marshal(out)
 	return answeredCall(result(m.ID(), b))
 }
-
