@@ -562,6 +562,9 @@ func (m *Mounts) Drain() {
 		m.staged.commitLocked()
 	}
 	m.mu.Unlock()
+	if am := m.agg.Load(); am != nil {
+		am.srv.Drain()
+	}
 	for _, mt := range *m.set.Load() {
 		mt.b.Drain()
 	}

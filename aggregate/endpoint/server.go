@@ -70,6 +70,7 @@ type Server struct {
 	known    map[*bridge.Bridge]json.RawMessage // each bridge's InitializeResult, once learnt
 	problems map[string][]aggregate.Problem     // by list method, as the last list found them
 	closed   bool
+	draining bool // Drain: no new session
 	stop     chan struct{} // closed by Close: the janitor ends
 	wg       sync.WaitGroup
 }
@@ -110,11 +111,16 @@ func (s *Server) Stats() *aggregate.Stats { return s.o.Stats }
 // Names are the aggregate's names now.
 func (s *Server) Names() *aggregate.Names { return s.names.Load() }
 
-// SetNames replaces the names (a reload) and tells every session that
-// its lists may have changed. Sessions begun before keep the names they
-// began with; new ones get n.
+// SetNames replaces the names (a reload), in every session too, and
+// tells every session that its lists may have changed.
 func (s *Server) SetNames(n *aggregate.Names) {
+	s.mu.Lock()
 	s.names.Store(n)
+	for _, ss := range s.sessions {
+		ss.table.SetNames(n)
+		ss.cat.SetNames(n)
+	}
+	s.mu.Unlock()
 	s.o.Hub.Signal(aggregate.AllChanged)
 }
 
@@ -144,6 +150,18 @@ func (s *Server) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.sessions)
+}
+
+// Drain prepares a shutdown: no new session starts, and every GET
+// stream ends (its client reconnects elsewhere, or not at all), so that
+// the HTTP server's shutdown does not wait for them.
+func (s *Server) Drain() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.draining = true
+	for _, ss := range s.sessions {
+		ss.get.end()
+	}
 }
 
 // Close ends every session (their servers' sessions with them) and
@@ -239,12 +257,17 @@ func (s *Server) Initialize(ctx context.Context, req bridge.InitRequest) (bridge
 		ss.allowed = s.o.Allowed(ctx)
 	}
 	s.mu.Lock()
-	if s.closed {
+	if s.closed || s.draining {
 		s.mu.Unlock()
 		ss.Close()
 		return nil, nil, bridge.ErrClosing
 	}
 	s.sessions[ss.id] = ss
+	if n := s.names.Load(); n != names {
+		// A reload between the names read above and now.
+		ss.table.SetNames(n)
+		ss.cat.SetNames(n)
+	}
 	s.mu.Unlock()
 	rd := newReply(1)
 	rd.push(initializeAnswer(req.Message.ID(), version, names.Servers(), results), true)

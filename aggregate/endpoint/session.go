@@ -30,7 +30,6 @@ type Session struct {
 	env     []string
 	version string
 	params  json.RawMessage // the client's initialize params, which each server's session starts with
-	names   *aggregate.Names
 	table   *aggregate.Table
 	cat     *aggregate.Catalog
 	coal    *aggregate.Coalescer
@@ -73,7 +72,7 @@ func (m *member) started() bool {
 
 func newSession(srv *Server, names *aggregate.Names, req bridge.InitRequest, params json.RawMessage, version string) *Session {
 	ss := &Session{srv: srv, id: bridge.NewID(), owner: req.Owner, env: req.Env, version: version, params: params,
-		names: names, get: newStream(), done: make(chan struct{}), members: map[string]*member{}, lastSeen: srv.o.Now()}
+		get: newStream(), done: make(chan struct{}), members: map[string]*member{}, lastSeen: srv.o.Now()}
 	ss.log = srv.o.Logger.With("session", ss.id)
 	ss.ctx, ss.cancel = context.WithCancel(context.Background())
 	ss.table = aggregate.NewTable(names, aggregate.TableOptions{Stats: srv.o.Stats})
@@ -509,9 +508,17 @@ func (ss *Session) forward(r aggregate.Route, clientID []byte, method string, bo
 		ss.table.Forget(r.ID)
 		box.push(aggregate.Unavailable(clientID, method, r.Server), true)
 	}
+	ended := func() {
+		// The session ended under the request: its POST still gets an
+		// answer, so that its client is not left waiting.
+		ss.table.Forget(r.ID)
+		box.push(errorBody(bridge.ErrSessionNotFound, clientID), true)
+	}
 	m, err := ss.member(ss.ctx, r.Server)
 	if err != nil {
-		if ss.ctx.Err() == nil {
+		if ss.ctx.Err() != nil {
+			ended()
+		} else {
 			unavailable()
 		}
 		return
@@ -550,7 +557,11 @@ func (ss *Session) forward(r aggregate.Route, clientID []byte, method string, bo
 			break
 		}
 	}
-	if !answered && ss.ctx.Err() == nil {
+	switch {
+	case answered:
+	case ss.ctx.Err() != nil:
+		ended()
+	default:
 		unavailable()
 	}
 }

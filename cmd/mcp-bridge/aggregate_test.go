@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -223,5 +224,106 @@ func TestAggregateModernClient(t *testing.T) {
 	}
 	if !strings.HasPrefix(res.Read.URI, "mcp-bridge://") || res.Read.Text == "" {
 		t.Errorf("read %+v", res.Read)
+	}
+}
+
+// TestAggregateReload: a reload that renames a tool, removes a server and
+// adds one reaches a session already open on /mcp: it is told its tools
+// changed, lists the new names, the new server's tools answer, and the
+// removed server's are unknown. The unchanged server keeps its child.
+func TestAggregateReload(t *testing.T) {
+	t.Parallel()
+	badchild := testpeers.BuildGo(t, "./testdata/badchild")
+	quote := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	file := filepath.Join(t.TempDir(), "servers.json")
+	write := func(servers string) {
+		t.Helper()
+		tmp := file + ".tmp"
+		if err := os.WriteFile(tmp, []byte(`{"aggregate": true, "mcpServers": {`+servers+`}}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, file); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`"a": {"command": ` + quote(badchild) + `}, "gone": {"command": ` + quote(badchild) + `}`)
+	p := startBridge(t, environWithout(envPrefix), "--config", file, "--stop-grace", "500ms")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*safetyNet)
+	defer cancel()
+	changed := make(chan struct{}, 16)
+	client := mcp.NewClient(&mcp.Implementation{Name: "aggregate-reload", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.Base + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	call := func(name string, args map[string]any) (string, bool) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var out []string
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				out = append(out, tc.Text)
+			}
+		}
+		return strings.Join(out, "\n"), res.IsError
+	}
+	pid, _ := call("a__pid", map[string]any{})
+	tools := func() []string {
+		var out []string
+		for tool, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, tool.Name)
+		}
+		return out
+	}
+	if got := tools(); !slices.Contains(got, "a__echo") || !slices.Contains(got, "gone__echo") {
+		t.Fatalf("tools before the reload: %q", got)
+	}
+
+	write(`"a": {"command": ` + quote(badchild) + `, "rename": {"echo": "say"}}, "added": {"command": ` + quote(badchild) + `}`)
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("no notifications/tools/list_changed after the reload")
+	}
+	got := tools()
+	for _, want := range []string{"a__say", "added__echo"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("tools after the reload lack %s: %q", want, got)
+		}
+	}
+	for _, gone := range []string{"a__echo", "gone__echo"} {
+		if slices.Contains(got, gone) {
+			t.Errorf("tools after the reload still hold %s", gone)
+		}
+	}
+	if out, isErr := call("a__say", map[string]any{"message": "renamed"}); out != "renamed" || isErr {
+		t.Errorf("a__say answered %q", out)
+	}
+	if out, isErr := call("added__echo", map[string]any{"message": "new"}); out != "new" || isErr {
+		t.Errorf("added__echo answered %q", out)
+	}
+	// A removed server's tools are no longer the aggregate's: unknown.
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "gone__pid", Arguments: map[string]any{}}); err == nil || !strings.Contains(err.Error(), "Unknown tool") {
+		t.Errorf("gone__pid after its removal: %v, want Unknown tool", err)
+	}
+	if got, _ := call("a__pid", map[string]any{}); got != pid {
+		t.Errorf("a's child changed from %s to %s: a rename restarted it", pid, got)
 	}
 }
