@@ -70,7 +70,7 @@ type Server struct {
 	known    map[*bridge.Bridge]json.RawMessage // each bridge's InitializeResult, once learnt
 	problems map[string][]aggregate.Problem     // by list method, as the last list found them
 	closed   bool
-	draining bool // Drain: no new session
+	draining bool          // Drain: no new session
 	stop     chan struct{} // closed by Close: the janitor ends
 	wg       sync.WaitGroup
 }
