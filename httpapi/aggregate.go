@@ -7,11 +7,13 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcp-bridge/mcp-bridge/aggregate"
 	"github.com/mcp-bridge/mcp-bridge/aggregate/endpoint"
 	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
+	"github.com/mcp-bridge/mcp-bridge/web"
 )
 
 // The aggregate endpoint (docs/aggregate.md): the servers of Mounts
@@ -36,9 +38,12 @@ type AggregateOptions struct {
 
 // aggregateMount is the aggregate endpoint as Mounts serves it.
 type aggregateMount struct {
-	srv   *endpoint.Server
-	h     http.Handler
-	paths map[string]bool // the paths it serves
+	srv          *endpoint.Server
+	h            http.Handler
+	paths        map[string]bool // the paths it serves
+	path         string          // its MCP endpoint
+	sse, message string          // its legacy endpoints, "" for none
+	auth         bool            // it requires a token
 }
 
 // ServeAggregate serves the aggregate endpoint with o, or, on a later
@@ -120,11 +125,12 @@ func (m *Mounts) newAggregate(o AggregateOptions) (*aggregateMount, error) {
 	r.Use(newCORS(origins))
 	r.Group(func(r chi.Router) { h.mcpRoutes(r, resource) })
 	r.MethodNotAllowed(h.methodNotAllowed)
-	paths := map[string]bool{opts.Path: true}
+	am := &aggregateMount{srv: srv, h: r, paths: map[string]bool{opts.Path: true}, path: opts.Path, auth: opts.Auth != nil}
 	if opts.legacyOn() {
-		paths[opts.SSEPath], paths[opts.MessagePath] = true, true
+		am.paths[opts.SSEPath], am.paths[opts.MessagePath] = true, true
+		am.sse, am.message = opts.SSEPath, opts.MessagePath
 	}
-	return &aggregateMount{srv: srv, h: r, paths: paths}, nil
+	return am, nil
 }
 
 func cmpOr(a, b string) string {
@@ -232,4 +238,107 @@ func (m *Mounts) aggregateChanged(ch Changes) {
 	if am := m.agg.Load(); am != nil && len(ch.Added)+len(ch.Removed)+len(ch.Restarted) > 0 {
 		am.srv.Hub().Signal(aggregate.AllChanged)
 	}
+}
+
+// The aggregate endpoint's metrics, at the set's /metrics (unlabelled:
+// the aggregate is one).
+var (
+	aggSessionsDesc = prometheus.NewDesc("mcp_bridge_aggregate_sessions",
+		"Live sessions of the aggregate endpoint (each holds a session per server it has used).", nil, nil)
+	aggListsDesc = prometheus.NewDesc("mcp_bridge_aggregate_lists_total",
+		"Merged lists the aggregate endpoint served (tools/list, prompts/list, resources/list, resources/templates/list).", nil, nil)
+	aggDroppedDesc = prometheus.NewDesc("mcp_bridge_aggregate_dropped_total",
+		"Entries dropped from the aggregate's lists (a name clients refuse, a collision), each counted when it first appears.", nil, nil)
+	aggLeftOutDesc = prometheus.NewDesc("mcp_bridge_aggregate_left_out_total",
+		"Servers left out of an aggregate list: down, past --aggregate-list-timeout, or failing.", nil, nil)
+	aggTruncatedDesc = prometheus.NewDesc("mcp_bridge_aggregate_truncated_total",
+		"Servers whose list the aggregate cut at its bound of pages, or at a repeated cursor.", nil, nil)
+	aggMisroutedDesc = prometheus.NewDesc("mcp_bridge_aggregate_misrouted_total",
+		"Messages of a server that answered what was not sent to it: dropped. Zero unless a server is broken.", nil, nil)
+	aggRefusedDesc = prometheus.NewDesc("mcp_bridge_aggregate_refused_total",
+		"Server requests refused because a client had too many waiting for its answer.", nil, nil)
+	aggProblemsDesc = prometheus.NewDesc("mcp_bridge_aggregate_problems",
+		"Entries the aggregate's lists drop now, as the last list of each kind found them (the web page names them).", nil, nil)
+)
+
+// aggregateCollector is the aggregate endpoint's metrics.
+type aggregateCollector struct{ m *Mounts }
+
+func (c aggregateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{aggSessionsDesc, aggListsDesc, aggDroppedDesc, aggLeftOutDesc, aggTruncatedDesc, aggMisroutedDesc, aggRefusedDesc, aggProblemsDesc} {
+		ch <- d
+	}
+}
+
+func (c aggregateCollector) Collect(ch chan<- prometheus.Metric) {
+	srv := c.m.AggregateServer()
+	if srv == nil {
+		return
+	}
+	st := srv.Stats()
+	ch <- prometheus.MustNewConstMetric(aggSessionsDesc, prometheus.GaugeValue, float64(srv.Len()))
+	for _, x := range []struct {
+		d *prometheus.Desc
+		v int64
+	}{{aggListsDesc, st.Lists.Load()}, {aggDroppedDesc, st.Dropped.Load()}, {aggLeftOutDesc, st.LeftOut.Load()},
+		{aggTruncatedDesc, st.Truncated.Load()}, {aggMisroutedDesc, st.Misrouted.Load()}, {aggRefusedDesc, st.Refused.Load()}} {
+		ch <- prometheus.MustNewConstMetric(x.d, prometheus.CounterValue, float64(x.v))
+	}
+	ch <- prometheus.MustNewConstMetric(aggProblemsDesc, prometheus.GaugeValue, float64(len(srv.Problems())))
+}
+
+// aggregateView is the aggregate endpoint on the web page: its path, its
+// servers and their state, and the entries its lists drop (collisions,
+// names clients refuse), each with the fix.
+type aggregateView struct {
+	Path     string                `json:"path"`
+	Sessions int                   `json:"sessions"`
+	Servers  []aggregateServerView `json:"servers"`
+	Problems []aggregateProblem    `json:"problems"`
+}
+
+type aggregateServerView struct {
+	Name   string `json:"name"`
+	State  string `json:"state"` // ready, unavailable (with why), or not served
+	Reason string `json:"reason,omitempty"`
+}
+
+type aggregateProblem struct {
+	aggregate.Problem
+	Message string `json:"message"`
+}
+
+// aggregateView is the aggregate as the page shows it, nil when none is
+// served.
+func (m *Mounts) aggregateView() *aggregateView {
+	am := m.agg.Load()
+	if am == nil {
+		return nil
+	}
+	v := &aggregateView{Path: am.path, Sessions: am.srv.Len(), Servers: []aggregateServerView{}, Problems: []aggregateProblem{}}
+	set := *m.set.Load()
+	for _, name := range am.srv.Names().Servers() {
+		sv := aggregateServerView{Name: name, State: "not served"}
+		if mt := set[name]; mt != nil {
+			sv.State = "ready"
+			if err := mt.b.Ready(); err != nil {
+				sv.State, sv.Reason = "unavailable", publicMessage(err)
+			}
+		}
+		v.Servers = append(v.Servers, sv)
+	}
+	for _, p := range am.srv.Problems() {
+		v.Problems = append(v.Problems, aggregateProblem{Problem: p, Message: p.Message()})
+	}
+	return v
+}
+
+// webServer is the aggregate endpoint as the page's console and client
+// configurations offer it.
+func (am *aggregateMount) webServer() web.Server {
+	s := web.Server{Name: "aggregate", Path: am.path, Auth: am.auth}
+	if am.sse != "" {
+		s.Endpoints = append(s.Endpoints, web.Endpoint{Name: legacySSEName, Path: am.sse}, web.Endpoint{Name: legacyMessageName, Path: am.message})
+	}
+	return s
 }

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -276,6 +277,73 @@ func TestAggregateCursor(t *testing.T) {
 		msgs := readMessages(t, resp)
 		if len(msgs) != 1 || fmt.Sprint(msgs[0]["error"]) == "<nil>" || fmt.Sprint(msgs[0]["error"].(map[string]any)["code"]) != "-32602" {
 			t.Errorf("cursor %q answered %v, want -32602", cursor, msgs)
+		}
+	}
+}
+
+// TestAggregateWebAndMetrics: the web page offers the aggregate endpoint
+// and its feed shows its servers, their state and what its lists dropped
+// (a rename that shadows another of the server's tools), with the fix;
+// /metrics counts its lists and its problems.
+func TestAggregateWebAndMetrics(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := httpapi.NewMounts(httpapi.MountsOptions{Logger: testLogger(t), Web: &httpapi.MountsWeb{Context: ctx}})
+	srv := httptest.NewServer(m)
+	t.Cleanup(func() {
+		cancel()
+		srv.CloseClientConnections()
+		srv.Close()
+		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer ccancel()
+		_ = m.Close(cctx)
+	})
+	if _, err := m.Apply([]httpapi.MountSpec{mountSpec(t, "a", "1"), mountSpec(t, "b", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	names, err := aggregate.NewNames([]aggregate.Member{{Name: "a", Rename: map[string]string{"echo": "pid"}}, {Name: "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.ServeAggregate(httpapi.AggregateOptions{Names: names, HTTP: httpapi.Options{LoopbackOnly: true, Logger: testLogger(t)}}); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, srv: srv, url: srv.URL + "/mcp", client: srv.Client()}
+	sid := e.initialize("2025-11-25")
+	msgs := readMessages(t, e.do(req{sid: sid, body: `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`}))
+	if got := fmt.Sprint(msgs); !strings.Contains(got, "a__pid") || !strings.Contains(got, "b__echo") {
+		t.Fatalf("tools/list: %s", got)
+	}
+
+	resp, err := srv.Client().Get(srv.URL + "/ui/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(cfg), `"name":"aggregate","path":"/mcp"`) {
+		t.Errorf("config.json does not offer the aggregate: %s", cfg)
+	}
+	seen := watchFeed(t, srv.Client(), srv.URL+"/ui/events", nil, func(v feedView) bool {
+		return strings.Contains(v.raw, `"problems":[{`)
+	})
+	last := seen[len(seen)-1].raw
+	for _, want := range []string{`"aggregate":{"path":"/mcp","sessions":1`, `{"name":"a","state":"ready"}`, `"reason":"shadowed"`, `rename it too to expose it`} {
+		if !strings.Contains(last, want) {
+			t.Errorf("the feed's aggregate lacks %s: %s", want, last)
+		}
+	}
+
+	resp, err = srv.Client().Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"mcp_bridge_aggregate_problems 1", "mcp_bridge_aggregate_lists_total 1", "mcp_bridge_aggregate_sessions 1", "mcp_bridge_aggregate_misrouted_total 0"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
 		}
 	}
 }
