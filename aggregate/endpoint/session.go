@@ -45,7 +45,8 @@ type Session struct {
 
 	mu       sync.Mutex
 	members  map[string]*member
-	level    []byte // the last logging/setLevel params, for servers started later
+	level    []byte          // the last logging/setLevel params, for servers started later
+	leftOut  map[string]bool // servers a list left out: their start announces a change
 	getOpen  bool
 	lastSeen time.Time
 	inFlight int
@@ -178,11 +179,16 @@ func (ss *Session) Send(msgs []bridge.Message, jsonOnly bool) (bridge.Reader, er
 			want++
 		}
 	}
+	ss.touch(0)
+	if want == 1 && len(msgs) == 1 {
+		if rd, ok := ss.sendOne(&msgs[0], jsonOnly); ok {
+			return rd, nil
+		}
+	}
 	var box *outbox
 	if want > 0 {
 		box = newReply(want)
 	}
-	ss.touch(0)
 	for i := range msgs {
 		m := &msgs[i]
 		r, err := ss.table.FromClient(m.Raw)
@@ -306,6 +312,16 @@ func (ss *Session) serve(m *bridge.Message) []byte {
 			return errorBody(err, id)
 		}
 		ss.srv.noteProblems(m.Method, res.Problems)
+		if len(res.LeftOut) > 0 {
+			ss.mu.Lock()
+			if ss.leftOut == nil {
+				ss.leftOut = map[string]bool{}
+			}
+			for _, name := range res.LeftOut {
+				ss.leftOut[name] = true
+			}
+			ss.mu.Unlock()
+		}
 		return result(id, res.Result)
 	case m.Method == "logging/setLevel":
 		params := m.Param("level")
@@ -398,7 +414,15 @@ func (ss *Session) start(m *member) {
 	}
 	ss.mu.Lock()
 	level := ss.level
+	missed := ss.leftOut[m.server]
+	delete(ss.leftOut, m.server)
 	ss.mu.Unlock()
+	if missed {
+		// A list left the server out while it started (a server slower
+		// to start than --aggregate-list-timeout): the client is told to
+		// list again, now that it is up.
+		ss.coal.Signal(aggregate.AllChanged)
+	}
 	if level != nil {
 		_, _ = ss.call(ss.ctx, m, "logging/setLevel", level)
 	}

@@ -22,6 +22,12 @@ import (
 	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
 )
 
+// slowStarts is the flag whose 30 s lets every list wait for the Node
+// servers' first start, seconds on a loaded machine: these tests are about
+// reaching every server (httpapi's TestAggregateGoSDK holds the list's
+// deadline against a server that hangs).
+const slowStarts = "--aggregate-list-timeout"
+
 // aggregateConfig writes a --config file whose servers are all served at
 // /mcp too, and returns its path and the directory server-filesystem
 // serves (holding hello.txt).
@@ -54,7 +60,7 @@ func aggregateConfig(t *testing.T, extra string) (file, dir string) {
 func TestAggregateRealServers(t *testing.T) {
 	t.Parallel()
 	file, dir := aggregateConfig(t, "")
-	p := startBridge(t, environWithout(envPrefix), "--config", file, "--stop-grace", "500ms")
+	p := startBridge(t, environWithout(envPrefix), "--config", file, "--stop-grace", "500ms", slowStarts, "30s")
 	p.waitLog(`msg="the aggregate endpoint serves these servers as one"`)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*safetyNet)
 	defer cancel()
@@ -162,7 +168,7 @@ func TestAggregateRealServers(t *testing.T) {
 func TestAggregateTSClient(t *testing.T) {
 	t.Parallel()
 	file, _ := aggregateConfig(t, "")
-	p := startBridge(t, environWithout(envPrefix), "--config", file, "--stop-grace", "500ms")
+	p := startBridge(t, environWithout(envPrefix), "--config", file, "--stop-grace", "500ms", slowStarts, "30s")
 	p.waitLog(`msg="the aggregate endpoint serves these servers as one"`)
 	for _, mode := range []struct{ name, path string }{{"streamable", "/mcp"}, {"sse", "/sse"}} {
 		for _, server := range []string{"everything", "child"} {
@@ -190,7 +196,7 @@ func TestAggregateTSClient(t *testing.T) {
 func TestAggregateModernClient(t *testing.T) {
 	t.Parallel()
 	file, _ := aggregateConfig(t, "")
-	p := startBridge(t, environWithout(envPrefix), "--config", file, "--stop-grace", "500ms")
+	p := startBridge(t, environWithout(envPrefix), "--config", file, "--stop-grace", "500ms", slowStarts, "30s")
 	p.waitLog(`msg="the aggregate endpoint serves these servers as one"`)
 	node := testpeers.Node(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*safetyNet)
@@ -247,7 +253,7 @@ func TestAggregateReload(t *testing.T) {
 		}
 	}
 	write(`"a": {"command": ` + quote(badchild) + `}, "gone": {"command": ` + quote(badchild) + `}`)
-	p := startBridge(t, environWithout(envPrefix), "--config", file, "--stop-grace", "500ms")
+	p := startBridge(t, environWithout(envPrefix), "--config", file, "--stop-grace", "500ms", slowStarts, "30s")
 	ctx, cancel := context.WithTimeout(t.Context(), 2*safetyNet)
 	defer cancel()
 	changed := make(chan struct{}, 16)
