@@ -12,7 +12,8 @@ import (
 )
 
 // The 2026-07-28 era on the aggregate endpoint: each request on its own,
-// with a Table of its own. server/discover and the lists are answered by
+// through the Server's one Table for them (Server.modern: its ids are
+// unique across requests, so one serves them all). server/discover and the lists are answered by
 // the aggregate (each server asked through its bridge's Modern); every
 // other request goes to the Modern of the server its name or URI names,
 // renamed there (params and the Mcp-Name header alike), and what comes
@@ -35,7 +36,7 @@ func (s *Server) Modern(ctx context.Context, req bridge.ModernRequest) (bridge.C
 		return nil, &bridge.Error{Kind: bridge.KindInvalid, Code: bridge.CodeMethodNotFound, ID: m.ID(),
 			Message: "Method not found: subscriptions/listen is not served on the aggregate endpoint yet; use a server's own endpoint (/servers/NAME/mcp)"}
 	}
-	t := aggregate.NewTable(names, aggregate.TableOptions{Stats: s.o.Stats})
+	t := s.modern
 	r, err := t.FromClient(m.Raw)
 	if err != nil {
 		return nil, withID(err, m.ID())
@@ -46,10 +47,12 @@ func (s *Server) Modern(ctx context.Context, req bridge.ModernRequest) (bridge.C
 	}
 	b := s.o.Bridge(r.Server)
 	if b == nil {
+		t.Forget(r.ID)
 		return answeredCall(aggregate.Unavailable(m.ID(), m.Method, r.Server)), nil
 	}
 	msgs, _, err := bridge.ParseBody(r.Message)
 	if err != nil {
+		t.Forget(r.ID)
 		return nil, withID(err, m.ID())
 	}
 	h := req.Headers
@@ -65,17 +68,27 @@ func (s *Server) Modern(ctx context.Context, req bridge.ModernRequest) (bridge.C
 		}
 	}
 	call, err := b.Modern(ctx, bridge.ModernRequest{Message: msgs[0], Headers: h, Owner: req.Owner, Env: req.Env, Private: req.Private})
-	if err != nil {
+	if err != nil || call == nil {
+		t.Forget(r.ID)
 		return nil, renamedError(err, m.ID())
 	}
-	if call == nil {
-		return nil, nil
-	}
-	return &renamedCall{Call: call, t: t, server: r.Server, log: s.o.Logger}, nil
+	return &renamedCall{Call: call, t: t, id: r.ID, server: r.Server, log: s.o.Logger}, nil
 }
 
-// renamedError is err answering the client's id.
-func renamedError(err error, id []byte) error { return withID(err, id) }
+// renamedError is err answering the client's id (nil for nil).
+func renamedError(err error, id []byte) error {
+	if err == nil {
+		return nil
+	}
+	return withID(err, id)
+}
+
+// Close lets go of the call; an answer that has not come is forgotten
+// (Forget does nothing once it came).
+func (c *renamedCall) Close() {
+	c.Call.Close()
+	c.t.Forget(c.id)
+}
 
 func withID(err error, id []byte) error {
 	if be, ok := err.(*bridge.Error); ok {
@@ -91,6 +104,7 @@ func withID(err error, id []byte) error {
 type renamedCall struct {
 	bridge.Call
 	t      *aggregate.Table
+	id     int64 // the id the server was sent
 	server string
 	log    interface {
 		Debug(string, ...any)

@@ -57,13 +57,18 @@ type Options struct {
 	Now func() time.Time
 }
 
+// maxModernCalls bounds the 2026-07-28 requests in flight through the
+// aggregate, of all its clients together.
+const maxModernCalls = 1 << 16
+
 // DefaultListTimeout is Options.ListTimeout's default.
 const DefaultListTimeout = 3 * time.Second
 
 // Server is the aggregate as a transport serves it.
 type Server struct {
-	o     Options
-	names atomic.Pointer[aggregate.Names]
+	o      Options
+	names  atomic.Pointer[aggregate.Names]
+	modern *aggregate.Table // the 2026-07-28 requests' (modern.go)
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -97,6 +102,8 @@ func New(opts Options) *Server {
 	s := &Server{o: opts, sessions: map[string]*Session{}, known: map[*bridge.Bridge]json.RawMessage{},
 		problems: map[string][]aggregate.Problem{}, stop: make(chan struct{})}
 	s.names.Store(opts.Names)
+	// Every 2026-07-28 request in flight, of every client, is in it.
+	s.modern = aggregate.NewTable(opts.Names, aggregate.TableOptions{Stats: opts.Stats, MaxCalls: maxModernCalls})
 	s.wg.Add(1)
 	go s.janitor()
 	return s
@@ -116,6 +123,7 @@ func (s *Server) Names() *aggregate.Names { return s.names.Load() }
 func (s *Server) SetNames(n *aggregate.Names) {
 	s.mu.Lock()
 	s.names.Store(n)
+	s.modern.SetNames(n)
 	for _, ss := range s.sessions {
 		ss.table.SetNames(n)
 		ss.cat.SetNames(n)
