@@ -34,6 +34,10 @@ type AggregateOptions struct {
 	HTTP Options
 	// ListTimeout is how long a list waits for each server. Default 3 s.
 	ListTimeout time.Duration
+	// IdleTimeout ends a session of the aggregate with no request for
+	// that long and no GET stream open, and its servers' sessions with
+	// it. Default bridge.DefaultIdleTimeout.
+	IdleTimeout time.Duration
 }
 
 // aggregateMount is the aggregate endpoint as Mounts serves it.
@@ -98,7 +102,7 @@ func (m *Mounts) newAggregate(o AggregateOptions) (*aggregateMount, error) {
 		return nil
 	}
 	srv := endpoint.New(endpoint.Options{
-		Names: o.Names, Bridge: bridgeOf, ListTimeout: o.ListTimeout, Logger: opts.Logger.With("endpoint", "aggregate"),
+		Names: o.Names, Bridge: bridgeOf, ListTimeout: o.ListTimeout, IdleTimeout: o.IdleTimeout, Logger: opts.Logger.With("endpoint", "aggregate"),
 		Private: opts.Auth != nil,
 		Allowed: func(ctx context.Context) func(string) bool {
 			pr, _ := auth.FromContext(ctx)

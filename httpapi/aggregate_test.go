@@ -255,6 +255,11 @@ func TestAggregateHeldCall(t *testing.T) {
 			t.Errorf("%s answered %v, want an error saying %q", c.tool, msgs, c.want)
 		}
 	}
+	// The tool policy hides what it denies from the list too.
+	list := fmt.Sprint(readMessages(t, e.do(req{sid: sid, body: `{"jsonrpc":"2.0","id":5,"method":"tools/list"}`})))
+	if !strings.Contains(list, "a__echo_count") || strings.Contains(list, "a__crash") {
+		t.Errorf("tools/list with crash denied: %s", list)
+	}
 	_, msgs := e.call(sid, 2, "a__echo_count", map[string]any{})
 	if got := fmt.Sprint(msgs); !strings.Contains(got, `text:0`) {
 		t.Errorf("a__echo_count after a held echo: %s, want 0: the held call reached the server", got)
@@ -345,5 +350,33 @@ func TestAggregateWebAndMetrics(t *testing.T) {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+}
+
+// TestAggregateServerListChanged: a server's own tools/list_changed
+// reaches the aggregate's client as the aggregate's.
+func TestAggregateServerListChanged(t *testing.T) {
+	t.Parallel()
+	m, srv := newMounts(t)
+	serveAggregate(t, m, httpapi.AggregateOptions{}, mountSpec(t, "a", "1"), mountSpec(t, "b", "1"))
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	changed := make(chan struct{}, 16)
+	cs := connectAggregate(t, ctx, srv, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	}, "2025-11-25")
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "b__notify", Arguments: map[string]any{"method": "notifications/tools/list_changed", "params": map[string]any{}}})
+	if err != nil || res.IsError {
+		t.Fatalf("b__notify: %v %v", res, err)
+	}
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("no notifications/tools/list_changed after a server's own")
 	}
 }

@@ -44,7 +44,7 @@ type Options struct {
 	CursorKey []byte
 	// IdleTimeout ends a session with no request for that long and no
 	// GET stream open, with its servers' sessions. Default
-	// bridge.DefaultIdleTimeout.
+	// bridge.DefaultIdleTimeout; negative: never.
 	IdleTimeout time.Duration
 	// Hub passes list changes to every session; default a Hub of its
 	// own (Server.Hub).
@@ -104,8 +104,10 @@ func New(opts Options) *Server {
 	s.names.Store(opts.Names)
 	// Every 2026-07-28 request in flight, of every client, is in it.
 	s.modern = aggregate.NewTable(opts.Names, aggregate.TableOptions{Stats: opts.Stats, MaxCalls: maxModernCalls})
-	s.wg.Add(1)
-	go s.janitor()
+	if opts.IdleTimeout > 0 {
+		s.wg.Add(1)
+		go s.janitor()
+	}
 	return s
 }
 

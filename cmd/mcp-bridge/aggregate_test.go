@@ -8,9 +8,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-bridge/mcp-bridge/aggregate"
 	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
 )
 
@@ -331,5 +334,79 @@ func TestAggregateReload(t *testing.T) {
 	}
 	if got, _ := call("a__pid", map[string]any{}); got != pid {
 		t.Errorf("a's child changed from %s to %s: a rename restarted it", pid, got)
+	}
+}
+
+// TestREADMEAggregate: the README's aggregate example, its servers run
+// from the pinned Node modules instead of npx (server-memory is not among
+// them, and is left out), is a file the bridge takes, and its one URL
+// lists the tools the README names.
+func TestREADMEAggregate(t *testing.T) {
+	t.Parallel()
+	_, section, _ := strings.Cut(readme(t), "\n## One URL for many servers\n")
+	blocks := codeBlocks(section)
+	if len(blocks) < 4 || blocks[0].lang != "json" || !strings.Contains(blocks[1].text, "mcp-bridge --config servers.json") ||
+		!strings.Contains(blocks[2].text, "http://127.0.0.1:8080/mcp") || !strings.Contains(blocks[3].text, "http://127.0.0.1:8080/mcp") {
+		t.Fatalf("the aggregate section lacks its file, command and client configurations: %v", blocks)
+	}
+	if says := fmt.Sprintf("(`--aggregate-list-timeout`, %g s)", aggregate.DefaultListTimeout.Seconds()); !strings.Contains(section, says) {
+		t.Errorf("the aggregate section does not say %s", says)
+	}
+	var file struct {
+		Aggregate  bool `json:"aggregate"`
+		MCPServers map[string]struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(blocks[0].text), &file); err != nil || !file.Aggregate {
+		t.Fatalf("the example: %v, aggregate %v", err, file.Aggregate)
+	}
+	node, modules := testpeers.Node(t), testpeers.NodeModules(t)
+	dir := t.TempDir()
+	servers := map[string]any{}
+	for name, s := range file.MCPServers {
+		if len(s.Args) < 2 || s.Command != "npx" {
+			t.Fatalf("server %s: %+v", name, s)
+		}
+		entry := filepath.Join(modules, s.Args[1], "dist", "index.js")
+		if _, err := os.Stat(entry); err != nil {
+			t.Logf("%s (%s) is not installed: left out", name, s.Args[1])
+			continue
+		}
+		args := append([]string{entry}, s.Args[2:]...)
+		if name == "filesystem" {
+			args[1] = dir // the example's /srv/data
+		}
+		servers[name] = map[string]any{"command": node, "args": args}
+	}
+	b, _ := json.Marshal(map[string]any{"aggregate": true, "mcpServers": servers})
+	path := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startBridge(t, environWithout(envPrefix), "--config", path, slowStarts, "30s")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*safetyNet)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "readme", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: p.Base + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	var tools []string
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		tools = append(tools, tool.Name)
+	}
+	for _, want := range regexp.MustCompile("`([a-z]+__[a-z_]+)`").FindAllStringSubmatch(section[:strings.Index(section, "\n## ")], -1) {
+		if strings.HasPrefix(want[1], "memory__") && servers["memory"] == nil {
+			continue
+		}
+		if !slices.Contains(tools, want[1]) {
+			t.Errorf("the README names %s; the tools are %q", want[1], tools)
+		}
 	}
 }

@@ -351,7 +351,7 @@ func (r *Registry) commit(data []byte, doc *config.ServersDoc, p plan, ch httpap
 // it is not served), or gives it the new names: a reload renames without
 // restarting a server, and tells the endpoint's sessions.
 func (r *Registry) serveAggregate(specs []config.ServerSpec) {
-	o := httpapi.AggregateOptions{HTTP: r.opts.HTTP}
+	o := httpapi.AggregateOptions{HTTP: r.opts.HTTP, IdleTimeout: r.opts.Bridge.IdleTimeout}
 	if t := r.opts.Config.AggregateListTimeout; t != nil {
 		o.ListTimeout = *t
 	}
