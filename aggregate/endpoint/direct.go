@@ -40,6 +40,7 @@ func (ss *Session) sendOne(m *bridge.Message, jsonOnly bool) (bridge.Reader, boo
 		ss.table.Forget(r.ID)
 		return nil, false
 	}
+	ss.touch(1) // in flight until Close: the session does not idle out under it
 	return &relay{rd: rd, ss: ss, m: mb, route: r, clientID: bytes.Clone(m.ID()), method: m.Method}, true
 }
 
@@ -54,6 +55,7 @@ type relay struct {
 	clientID []byte
 	method   string
 	answered bool
+	closed   bool
 }
 
 // rename appends to out what evs are for the client.
@@ -134,6 +136,11 @@ func (x *relay) Next(ctx context.Context, tick <-chan time.Time, buf []bridge.Ev
 
 func (x *relay) Close() {
 	x.rd.Close()
+	if x.closed {
+		return
+	}
+	x.closed = true
+	x.ss.touch(-1)
 	if !x.answered {
 		// The client left before the answer: a late one is dropped.
 		x.ss.table.Forget(x.route.ID)
