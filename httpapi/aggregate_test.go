@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -378,5 +379,49 @@ func TestAggregateServerListChanged(t *testing.T) {
 	case <-changed:
 	case <-ctx.Done():
 		t.Fatal("no notifications/tools/list_changed after a server's own")
+	}
+}
+
+// TestAggregateFirstUse: a client's initialize starts no session of any
+// server (the first one's probes end at once); a call starts its server's
+// session alone, and DELETE ends it.
+func TestAggregateFirstUse(t *testing.T) {
+	t.Parallel()
+	m, srv := newMounts(t)
+	serveAggregate(t, m, httpapi.AggregateOptions{}, mountSpec(t, "a", "1"), mountSpec(t, "b", "1"))
+	sessions := func() string {
+		t.Helper()
+		resp, err := srv.Client().Get(srv.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var out []string
+		for _, l := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(l, "mcp_bridge_sessions{") {
+				out = append(out, l)
+			}
+		}
+		slices.Sort(out)
+		return strings.Join(out, "; ")
+	}
+	e := &env{t: t, srv: srv, url: srv.URL + "/mcp", client: srv.Client()}
+	e.initialize("2025-11-25") // the first: the servers' capabilities are learnt
+	sid := e.initialize("2025-11-25")
+	const none = `mcp_bridge_sessions{server="a"} 0; mcp_bridge_sessions{server="b"} 0`
+	if got := sessions(); got != none {
+		t.Errorf("after initialize: %s, want %s", got, none)
+	}
+	if _, msgs := e.call(sid, 1, "a__echo", map[string]any{"message": "x"}); len(msgs) != 1 {
+		t.Fatalf("a__echo: %v", msgs)
+	}
+	if got, want := sessions(), `mcp_bridge_sessions{server="a"} 1; mcp_bridge_sessions{server="b"} 0`; got != want {
+		t.Errorf("after a call of a: %s, want %s", got, want)
+	}
+	resp := e.do(req{method: http.MethodDelete, sid: sid})
+	resp.Body.Close()
+	if got := sessions(); got != none {
+		t.Errorf("after DELETE: %s, want %s", got, none)
 	}
 }
