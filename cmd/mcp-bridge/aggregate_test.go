@@ -49,11 +49,26 @@ func aggregateConfig(t *testing.T, extra string) (file, dir string) {
 		"everything": ` + everything + `,
 		"everything2": ` + everything + `,
 		"fs": {"command": ` + quote(node) + `, "args": [` + quote(fsEntry) + `, ` + quote(dir) + `]},
-		"child": {"command": ` + quote(testpeers.BuildGo(t, "./testdata/badchild")) + `}` + extra + `}}`
+		"child": {"command": ` + quote(testpeers.BuildGo(t, "./testdata/badchild")) + `}` + memoryServer(t) + extra + `}}`
 	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return file, dir
+}
+
+// memoryServer is server-memory's entry of a --config file (with its
+// leading comma), "" when it is not installed: the pinned Node modules
+// gained it with the aggregate, and a checkout whose modules predate it
+// runs the tests without it.
+func memoryServer(t *testing.T) string {
+	entry := filepath.Join(testpeers.NodeModules(t), "@modelcontextprotocol", "server-memory", "dist", "index.js")
+	if _, err := os.Stat(entry); err != nil {
+		t.Log("server-memory is not installed (npm ci --prefix testdata/node): left out")
+		return ""
+	}
+	b, _ := json.Marshal(map[string]any{"command": testpeers.Node(t), "args": []string{entry},
+		"env": map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")}})
+	return `, "memory": ` + string(b)
 }
 
 // TestAggregateRealServers: the Go SDK's client lists the tools of every
@@ -134,6 +149,14 @@ func TestAggregateRealServers(t *testing.T) {
 		if got := call(c.tool, c.args); !strings.Contains(got, c.want) {
 			t.Errorf("%s answered %q, want %q in it", c.tool, got, c.want)
 		}
+	}
+	if slices.Contains(tools, "memory__create_entities") {
+		call("memory__create_entities", map[string]any{"entities": []map[string]any{{"name": "Ada", "entityType": "person", "observations": []string{"wrote the first program"}}}})
+		if got := call("memory__read_graph", map[string]any{}); !strings.Contains(got, "wrote the first program") {
+			t.Errorf("memory__read_graph after create_entities: %q", got)
+		}
+	} else if cfg, _ := os.ReadFile(file); strings.Contains(string(cfg), `"memory":`) {
+		t.Errorf("server-memory is configured but its tools are not listed: %q", tools)
 	}
 	if len(sampled) != 1 || len(elicited) != 1 {
 		t.Errorf("the client was asked %d samplings and %d elicitations, want 1 each", len(sampled), len(elicited))
