@@ -143,7 +143,17 @@ func TestAggregateGoSDK(t *testing.T) {
 	if got := resultText(t, res); !strings.Contains(got, "sampled for the aggregate") {
 		t.Errorf("b__sample answered %q", got)
 	}
+}
 
+// onToolsChanged is a client's handler of tools/list_changed that tells
+// changed, without ever blocking the client.
+func onToolsChanged(changed chan<- struct{}) func(context.Context, *mcp.ToolListChangedRequest) {
+	return func(context.Context, *mcp.ToolListChangedRequest) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // TestAggregateServerDown: a server's child dies under a call: the call
@@ -157,14 +167,7 @@ func TestAggregateServerDown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	changed := make(chan struct{}, 16)
-	cs := connectAggregate(t, ctx, srv, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		},
-	}, "2025-11-25")
+	cs := connectAggregate(t, ctx, srv, &mcp.ClientOptions{ToolListChangedHandler: onToolsChanged(changed)}, "2025-11-25")
 	call := func(name string, args map[string]any) *mcp.CallToolResult {
 		t.Helper()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
@@ -363,14 +366,7 @@ func TestAggregateServerListChanged(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	changed := make(chan struct{}, 16)
-	cs := connectAggregate(t, ctx, srv, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		},
-	}, "2025-11-25")
+	cs := connectAggregate(t, ctx, srv, &mcp.ClientOptions{ToolListChangedHandler: onToolsChanged(changed)}, "2025-11-25")
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "b__notify", Arguments: map[string]any{"method": "notifications/tools/list_changed", "params": map[string]any{}}})
 	if err != nil || res.IsError {
 		t.Fatalf("b__notify: %v %v", res, err)

@@ -71,6 +71,22 @@ func memoryServer(t *testing.T) string {
 	return `, "memory": ` + string(b)
 }
 
+// callText calls the tool name and returns its result's text and isError.
+func callText(ctx context.Context, t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (string, bool) {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var out []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			out = append(out, tc.Text)
+		}
+	}
+	return strings.Join(out, "\n"), res.IsError
+}
+
 // TestAggregateRealServers: the Go SDK's client lists the tools of every
 // server behind /mcp and calls one of each, with sampling and elicitation
 // from server-everything; the same resource URI of two servers reaches
@@ -119,20 +135,11 @@ func TestAggregateRealServers(t *testing.T) {
 	}
 	call := func(name string, args map[string]any) string {
 		t.Helper()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		var out []string
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				out = append(out, tc.Text)
-			}
-		}
-		if res.IsError {
+		out, isError := callText(ctx, t, cs, name, args)
+		if isError {
 			t.Errorf("%s: isError: %q", name, out)
 		}
-		return strings.Join(out, "\n")
+		return out
 	}
 	for _, c := range []struct {
 		tool string
@@ -298,17 +305,7 @@ func TestAggregateReload(t *testing.T) {
 	defer cs.Close()
 	call := func(name string, args map[string]any) (string, bool) {
 		t.Helper()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		var out []string
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				out = append(out, tc.Text)
-			}
-		}
-		return strings.Join(out, "\n"), res.IsError
+		return callText(ctx, t, cs, name, args)
 	}
 	pid, _ := call("a__pid", map[string]any{})
 	tools := func() []string {
