@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-bridge/mcp-bridge/aggregate"
 	"github.com/mcp-bridge/mcp-bridge/aggregate/endpoint"
+	"github.com/mcp-bridge/mcp-bridge/approval"
 	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 	"github.com/mcp-bridge/mcp-bridge/web"
@@ -206,7 +207,7 @@ func (a *aggregateAdmission) refusedCall(h *mcpHandler, p *post, pr auth.Princip
 	}
 	set := *a.m.set.Load()
 	held := -1
-	var heldMsg string
+	var heldRule approval.Rule
 	for i := range p.rec.calls {
 		c := &p.rec.calls[i]
 		if c.kind != bridge.Request || c.method != methodToolsCall {
@@ -224,14 +225,13 @@ func (a *aggregateAdmission) refusedCall(h *mcpHandler, p *post, pr auth.Princip
 			return i, "tool " + quote(tool) + " is not allowed for this principal (tool policy)"
 		}
 		if rule, ok := mt.opts.Approval.Needs(pr, own); ok && held < 0 {
-			held = i
-			h.log.Info("tools/call needs approval, which this transport cannot hold a call for yet: refused", "tool", tool, "server", server, "rule", rule.String())
-			heldMsg = "tool " + quote(tool) + " needs a human's approval (rule " + rule.String() + "), and the bridge cannot hold a call for approval on this transport yet: it was not run"
+			held, heldRule = i, rule
 		}
 	}
 	if held >= 0 {
-		p.rec.deny(held)
-		return held, heldMsg
+		// The one decision point of a held call, as on a server's own
+		// endpoint: the server's rule held it.
+		return held, h.refuseHeld(p, held, heldRule)
 	}
 	return -1, ""
 }
