@@ -49,6 +49,7 @@ type aggregateMount struct {
 	path         string          // its MCP endpoint
 	sse, message string          // its legacy endpoints, "" for none
 	auth         bool            // it requires a token
+	metrics      *metrics        // its requests'
 }
 
 // ServeAggregate serves the aggregate endpoint with o, or, on a later
@@ -128,9 +129,13 @@ func (m *Mounts) newAggregate(o AggregateOptions) (*aggregateMount, error) {
 	r.Use(middleware.Recoverer)
 	r.Use(guard{origins: origins, loopbackOnly: opts.LoopbackOnly, refused: newOriginLog(opts.Logger, opts.Now)}.middleware)
 	r.Use(newCORS(origins))
+	// Its requests, by method and outcome, at the set's /metrics with
+	// server="/mcp" (its path, which no server's name can be).
+	mx := newMetrics(opts)
+	r.Use(mx.middleware)
 	r.Group(func(r chi.Router) { h.mcpRoutes(r, resource) })
 	r.MethodNotAllowed(h.methodNotAllowed)
-	am := &aggregateMount{srv: srv, h: r, paths: map[string]bool{opts.Path: true}, path: opts.Path, auth: opts.Auth != nil}
+	am := &aggregateMount{srv: srv, h: r, paths: map[string]bool{opts.Path: true}, path: opts.Path, auth: opts.Auth != nil, metrics: mx}
 	if opts.legacyOn() {
 		am.paths[opts.SSEPath], am.paths[opts.MessagePath] = true, true
 		am.sse, am.message = opts.SSEPath, opts.MessagePath

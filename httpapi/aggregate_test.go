@@ -348,7 +348,7 @@ func TestAggregateWebAndMetrics(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{"mcp_bridge_aggregate_problems 1", "mcp_bridge_aggregate_lists_total 1", "mcp_bridge_aggregate_sessions 1", "mcp_bridge_aggregate_misrouted_total 0"} {
+	for _, want := range []string{`mcp_bridge_requests_total{era="2025",method="tools/list",outcome="ok",server="/mcp"} 1`, "mcp_bridge_aggregate_problems 1", "mcp_bridge_aggregate_lists_total 1", "mcp_bridge_aggregate_sessions 1", "mcp_bridge_aggregate_misrouted_total 0"} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

@@ -50,8 +50,8 @@ func (m *Mounts) metricsHandler() http.HandlerFunc {
 		if approvals != nil {
 			gs = append(gs, approvals)
 		}
-		if m.agg.Load() != nil {
-			gs = append(gs, aggregated)
+		if am := m.agg.Load(); am != nil {
+			gs = append(gs, aggregated, labelled{g: am.metrics.own, name: am.path})
 		}
 		for name, mt := range set {
 			gs = append(gs, labelled{g: mt.metrics.own, name: name})
