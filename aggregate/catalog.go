@@ -92,7 +92,7 @@ type Stats struct {
 // so a Catalog holds no list between calls: only the problems of the last
 // one, for the web page. Safe for concurrent use.
 type Catalog struct {
-	names  *Names
+	names  atomic.Pointer[Names] // replaced whole by SetNames (a reload)
 	lister Lister
 	o      CatalogOptions
 	mac    cursorKey
@@ -120,9 +120,14 @@ func NewCatalog(names *Names, lister Lister, o CatalogOptions) *Catalog {
 	if st == nil {
 		st = &Stats{}
 	}
-	return &Catalog{names: names, lister: lister, o: o, mac: newCursorKey(o.CursorKey), stats: st,
+	c := &Catalog{lister: lister, o: o, mac: newCursorKey(o.CursorKey), stats: st,
 		problems: map[string][]Problem{}}
+	c.names.Store(names)
+	return c
 }
+
+// SetNames makes the Catalog list by n from now on (a reload).
+func (c *Catalog) SetNames(n *Names) { c.names.Store(n) }
 
 // Stats are the catalog's counters.
 func (c *Catalog) Stats() *Stats { return c.stats }
@@ -241,7 +246,7 @@ type serverList struct {
 // and no longer, and a result that comes after it is dropped (the channel
 // has room for every result, so no goroutine blocks on it).
 func (c *Catalog) fanOut(ctx context.Context, method string) []serverList {
-	servers := c.names.Servers()
+	servers := c.names.Load().Servers()
 	ctx, cancel := context.WithTimeout(ctx, c.o.ListTimeout)
 	defer cancel()
 	type indexed struct {
@@ -446,12 +451,12 @@ func (c *Catalog) expose(lk listKind, server string, item []byte) (e entry, p *P
 	var key string
 	switch lk.kind {
 	case KindTool, KindPrompt:
-		key, p = c.names.Expose(lk.kind, server, name)
+		key, p = c.names.Load().Expose(lk.kind, server, name)
 		if key == "" {
 			return entry{}, p, false
 		}
 	default:
-		key = c.names.ExposeURI(server, name)
+		key = c.names.Load().ExposeURI(server, name)
 	}
 	return entry{key: key, server: server, name: name, item: splice(item, s, quote(key))}, nil, true
 }

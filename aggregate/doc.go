@@ -8,6 +8,6 @@
 // It knows nothing of HTTP or of processes: a server's lists are read
 // through a Lister, and messages reach a Table as bytes from whatever
 // carries them. It imports bridge for its error type only, and never
-// net/http. The design, and what is still to wire, is in
-// docs/aggregate.md.
+// net/http; package aggregate/endpoint serves it. The design, and what is
+// still to wire, is in docs/aggregate.md.
 package aggregate

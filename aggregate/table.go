@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 )
@@ -32,7 +33,7 @@ import (
 // concurrent use: the client's side and each server's side may call it
 // from goroutines of their own.
 type Table struct {
-	names *Names
+	names atomic.Pointer[Names] // replaced whole by SetNames (a reload)
 	stats *Stats
 	o     TableOptions
 
@@ -95,9 +96,16 @@ func NewTable(names *Names, o TableOptions) *Table {
 	if st == nil {
 		st = &Stats{}
 	}
-	return &Table{names: names, stats: st, o: o, calls: map[int64]*call{}, byClient: map[string]int64{},
+	t := &Table{stats: st, o: o, calls: map[int64]*call{}, byClient: map[string]int64{},
 		asks: map[int64]*ask{}, askBy: map[askKey]int64{}}
+	t.names.Store(names)
+	return t
 }
+
+// SetNames makes the Table route by n from now on (a reload renamed,
+// added or removed servers): requests in flight keep their ids, and their
+// answers are exposed by n.
+func (t *Table) SetNames(n *Names) { t.names.Store(n) }
 
 // Target is where a client's message goes.
 type Target int
@@ -183,7 +191,7 @@ func (t *Table) clientRequest(msg []byte, env envelope, method string) (Route, e
 	if err != nil {
 		return Route{}, withID(err, clientID)
 	}
-	server, target, err := resolveTarget(t.names, rq.kind, rq.target)
+	server, target, err := resolveTarget(t.names.Load(), rq.kind, rq.target)
 	if err != nil {
 		return Route{}, withID(err, clientID)
 	}
@@ -507,7 +515,7 @@ func (t *Table) serverAnswer(server string, msg []byte, env envelope) (Delivery,
 	}
 	edits := []edit{{env.id, c.clientID}}
 	if env.hasResult {
-		res, err := exposeResult(t.names, server, c.method, env.result.of(msg))
+		res, err := exposeResult(t.names.Load(), server, c.method, env.result.of(msg))
 		if err != nil {
 			return Delivery{Dest: Dropped}, fmt.Errorf("server %q: %s result: %w", server, c.method, err)
 		}
@@ -587,7 +595,7 @@ func (t *Table) serverNotification(server string, msg []byte, method string) (De
 		out, err := requestID.replaceAt(msg, strconv.AppendInt(nil, k, 10))
 		return Delivery{Dest: ToClient, Message: out}, err
 	}
-	out, changed, err := exposeNotification(t.names, server, method, msg)
+	out, changed, err := exposeNotification(t.names.Load(), server, method, msg)
 	if err != nil {
 		return Delivery{Dest: Dropped}, fmt.Errorf("server %q: %s: %w", server, method, err)
 	}

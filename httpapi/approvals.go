@@ -159,6 +159,7 @@ func showApproval(e *approval.Engine, v approval.View, p auth.Principal) shownAp
 type liveSnapshot struct {
 	bridge.Snapshot
 	Approvals []approval.View `json:"approvals,omitempty"`
+	Aggregate *aggregateView  `json:"aggregate,omitempty"`
 }
 
 // liveView is what one page is sent: its view of the snapshot, and the
@@ -166,6 +167,7 @@ type liveSnapshot struct {
 type liveView struct {
 	bridge.Snapshot
 	Approvals *pageApprovals `json:"approvals,omitempty"`
+	Aggregate *aggregateView `json:"aggregate,omitempty"`
 }
 
 // pageApprovals is the page's approval queue.

@@ -33,16 +33,42 @@ import (
 type heldCall struct {
 	index int // in the POST's record
 	id    []byte
-	tool  string
+	tool  string // as the client named it
 	args  json.RawMessage
 	rule  approval.Rule
 	pr    auth.Principal
+	// On the aggregate endpoint, the server the call goes to: its
+	// Options (its approval rules; nil on a server's own endpoint, whose
+	// are the handler's) and the tool's name there, which its rules and
+	// its approvers know it by.
+	opts *Options
+	own  string
+}
+
+// options are the Options of the server whose rules hold c: the
+// handler's own, or on the aggregate endpoint, the call's server's.
+func (c *heldCall) options(h *mcpHandler) *Options {
+	if c.opts != nil {
+		return c.opts
+	}
+	return &h.opts
+}
+
+// serverTool is c's tool as its server names it.
+func (c *heldCall) serverTool() string {
+	if c.own != "" {
+		return c.own
+	}
+	return c.tool
 }
 
 // held finds the first tools/call of the POST that the server's approval
 // rules hold for pr (after the tool policy: a denied call is never held),
 // nil for none.
 func (h *mcpHandler) held(p *post, pr auth.Principal) *heldCall {
+	if h.agg != nil {
+		return h.agg.held(p, pr)
+	}
 	i, rule := p.rec.heldCall(h.opts.Approval, pr)
 	if i < 0 {
 		return nil
@@ -74,7 +100,7 @@ func decideHeld(ctx context.Context, o *Options, c *heldCall, ch callerChannel) 
 			Message: "tool " + strconv.Quote(c.tool) + " was not run: it needs a human's approval (rule " + c.rule.String() + "), and the bridge has no approvals configured"}, nil
 	}
 	return o.Approvals.Decide(ctx, approval.Request{
-		Principal: c.pr, Server: o.Approval.Server(), Tool: c.tool, Arguments: c.args, Rule: c.rule,
+		Principal: c.pr, Server: o.Approval.Server(), Tool: c.serverTool(), Arguments: c.args, Rule: c.rule,
 		Ask: ch.ask, AskLater: ch.askLater, Answer: ch.answer, Progress: ch.progress,
 	})
 }
@@ -495,7 +521,7 @@ func (h *mcpHandler) hold(ctx context.Context, p *post, conn bridge.Conn, jsonOn
 		}
 	}
 	ch.progress = x.progress(p, jsonOnly)
-	x.start(ctx, &h.opts, ch)
+	x.start(ctx, x.call.options(h), ch)
 	return x
 }
 
@@ -528,7 +554,7 @@ func (h *mcpHandler) holdStateless(ctx context.Context, p *post) *heldReader {
 		return closingReader{rd, sess}, nil
 	}
 	x := &heldReader{call: p.held, rec: p.rec, send: send}
-	x.start(ctx, &h.opts, callerChannel{progress: x.progress(p, p.jsonOnly)})
+	x.start(ctx, x.call.options(h), callerChannel{progress: x.progress(p, p.jsonOnly)})
 	return x
 }
 
@@ -594,6 +620,6 @@ func (h *mcpHandler) modernHeld(w http.ResponseWriter, r *http.Request, p *post,
 		return []byte(`{"jsonrpc":"2.0","id":` + string(c.id) + `,"result":` + string(res) + `}`)
 	}
 	ch.progress = x.progress(p, p.jsonOnly)
-	x.start(ctx, &h.opts, ch)
+	x.start(ctx, x.call.options(h), ch)
 	return h.respond(w, r, p, x, answer{counts: true})
 }

@@ -24,6 +24,9 @@ type mcpHandler struct {
 	// questions are the bridge's own questions to its sessions' clients
 	// waiting for their answers (held.go).
 	questions questions
+	// agg is the aggregate endpoint's admission (aggregate.go), nil on a
+	// server's own endpoint.
+	agg *aggregateAdmission
 }
 
 // serve adapts a handler that returns an error, as tsweb does: an error

@@ -463,6 +463,9 @@ func (c statsCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c statsCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.b == nil {
+		return // the aggregate endpoint, which has no bridge of its own
+	}
 	s := c.b.Stats()
 	counter := func(d *prometheus.Desc, v int64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)

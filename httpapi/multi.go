@@ -43,7 +43,8 @@ type Mounts struct {
 	set    atomic.Pointer[map[string]*mount]
 	absent atomic.Pointer[map[string]string]
 
-	registry atomic.Pointer[registryAPI] // the registry API, once served (ServeRegistry)
+	registry atomic.Pointer[registryAPI]    // the registry API, once served (ServeRegistry)
+	agg      atomic.Pointer[aggregateMount] // the aggregate endpoint, once served (ServeAggregate)
 
 	mu       sync.Mutex // serialises Stage, Commit, Rollback, Apply, Drain and Close
 	closing  bool
@@ -125,6 +126,7 @@ type mount struct {
 	b           *bridge.Bridge
 	h           http.Handler
 	metrics     *metrics // its endpoint's, which the set's /metrics gathers
+	opts        Options  // its endpoint's (the aggregate reads its tool policy and approval rules)
 	auth        bool     // the server's endpoint requires a token
 	legacy      bool     // it serves the legacy SSE endpoints too
 	stateless   bool
@@ -256,7 +258,13 @@ func withPath(r *http.Request, path string) *http.Request {
 	return r2
 }
 
-func (m *Mounts) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.router.ServeHTTP(w, r) }
+func (m *Mounts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if am := m.agg.Load(); am != nil && am.paths[r.URL.Path] {
+		am.h.ServeHTTP(w, r)
+		return
+	}
+	m.router.ServeHTTP(w, r)
+}
 
 // dispatch hands r to the server name. A mount retired between the
 // lookup and enter has been replaced already: the second lookup finds its
@@ -417,6 +425,7 @@ func (m *Mounts) Stage(specs []MountSpec, opts StageOptions) (*Staged, error) {
 	m.set.Store(&st.next)
 	m.absent.Store(&st.nextAbsent)
 	m.staged = st
+	m.aggregateChanged(st.Changes)
 	return st, nil
 }
 
@@ -456,6 +465,7 @@ func (st *Staged) Rollback() error {
 	m.staged = nil
 	m.set.Store(&st.old)
 	m.absent.Store(&st.oldAbsent)
+	m.aggregateChanged(st.Changes)
 	for _, mt := range st.built {
 		m.retiring.Add(1)
 		go m.retire(mt)
@@ -504,7 +514,7 @@ func buildMount(s MountSpec) (*mount, error) {
 		_ = b.Close(context.Background()) // nothing started yet but the janitor
 		return nil, err
 	}
-	return &mount{name: s.Name, fingerprint: s.Fingerprint, b: b, h: h, metrics: m, auth: opts.Auth != nil,
+	return &mount{name: s.Name, fingerprint: s.Fingerprint, b: b, h: h, metrics: m, opts: opts, auth: opts.Auth != nil,
 		legacy: !opts.DisableLegacySSE && !opts.Stateless, stateless: opts.Stateless, idle: make(chan struct{}), stopped: make(chan struct{})}, nil
 }
 
@@ -552,6 +562,9 @@ func (m *Mounts) Drain() {
 		m.staged.commitLocked()
 	}
 	m.mu.Unlock()
+	if am := m.agg.Load(); am != nil {
+		am.srv.Drain()
+	}
 	for _, mt := range *m.set.Load() {
 		mt.b.Drain()
 	}
@@ -568,6 +581,9 @@ func (m *Mounts) Close(ctx context.Context) error {
 		m.staged.commitLocked()
 	}
 	m.mu.Unlock()
+	if am := m.agg.Load(); am != nil {
+		am.srv.Close() // its sessions first: they hold sessions on the bridges
+	}
 	set := *m.set.Load()
 	errs := make(chan error, len(set))
 	for _, mt := range set {

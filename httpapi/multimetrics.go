@@ -30,6 +30,8 @@ func (m *Mounts) metricsHandler() http.HandlerFunc {
 		reg.MustRegister(approvalsCollector{e: a.Engine})
 		approvals = reg
 	}
+	aggregated := prometheus.NewRegistry()
+	aggregated.MustRegister(aggregateCollector{m: m})
 	return func(w http.ResponseWriter, r *http.Request) {
 		set := *m.set.Load()
 		if scrape.scrape == nil && !m.opts.MetricsPublic && slices.ContainsFunc(slices.Collect(maps.Values(set)), func(mt *mount) bool { return mt.auth }) {
@@ -47,6 +49,9 @@ func (m *Mounts) metricsHandler() http.HandlerFunc {
 		gs := prometheus.Gatherers{processMetrics()}
 		if approvals != nil {
 			gs = append(gs, approvals)
+		}
+		if am := m.agg.Load(); am != nil {
+			gs = append(gs, aggregated, labelled{g: am.metrics.own, name: am.path})
 		}
 		for name, mt := range set {
 			gs = append(gs, labelled{g: mt.metrics.own, name: name})

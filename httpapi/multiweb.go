@@ -47,7 +47,11 @@ type MountsWeb struct {
 // page's server list follows reloads.
 func (m *Mounts) mountWeb(r chi.Router, opts *MountsWeb) {
 	feed := web.NewFeed(web.FeedOptions{
-		Snapshot:     func() any { return snapshotWith(m.webSnapshot(), opts.Approvals) },
+		Snapshot: func() any {
+			ls := snapshotWith(m.webSnapshot(), opts.Approvals)
+			ls.Aggregate = m.aggregateView()
+			return ls
+		},
 		View:         viewer{auth: opts.Auth != nil, admins: opts.Admins, approvals: opts.Approvals}.view,
 		KeepAlive:    opts.KeepAlive,
 		WriteTimeout: opts.WriteTimeout,
@@ -62,7 +66,10 @@ func (m *Mounts) mountWeb(r chi.Router, opts *MountsWeb) {
 	}
 	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		set := *m.set.Load()
-		servers := make([]web.Server, 0, len(set))
+		servers := make([]web.Server, 0, len(set)+1)
+		if am := m.agg.Load(); am != nil {
+			servers = append(servers, am.webServer())
+		}
 		for _, name := range slices.Sorted(maps.Keys(set)) {
 			servers = append(servers, set[name].webServer())
 		}

@@ -31,6 +31,9 @@ type auditLog struct {
 	w    io.Writer
 	args bool // log tools/call arguments
 	now  func() time.Time
+	// serverOf names the server a tool goes to, for the line's server
+	// (the aggregate endpoint's); nil on a server's own endpoint.
+	serverOf func(tool string) string
 }
 
 type auditEntry struct {
@@ -41,6 +44,9 @@ type auditEntry struct {
 	Era       string `json:"era"` // 2025 (sessions) or 2026-07-28 (stateless requests)
 	Method    string `json:"method"`
 	Tool      string `json:"tool,omitempty"`
+	// Server is the server of the aggregate endpoint a tool's call went
+	// to (the tool is its exposed name, SERVER__NAME).
+	Server    string `json:"server,omitempty"`
 	Outcome   string `json:"outcome"` // ok, error, denied, refused, input_required, no_response
 	ErrorCode int    `json:"error_code,omitempty"`
 	// Reason says why the bridge refused a request itself (outcome
@@ -91,6 +97,9 @@ func (a *auditLog) observe(rec *record) {
 		tool, args := c.toolCall()
 		e := base
 		e.Method, e.Tool, e.ErrorCode, e.Exchange = c.method, tool, c.code, c.exchange
+		if a.serverOf != nil {
+			e.Server = a.serverOf(tool)
+		}
 		at := c.at
 		switch c.outcome {
 		case answeredOK:

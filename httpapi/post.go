@@ -209,6 +209,9 @@ func (h *mcpHandler) admit(r *http.Request, p *post, sess bridge.Conn) (refusal 
 // denies to pr, records it denied, and returns its index and what its
 // client is told; -1 when the POST has none.
 func (h *mcpHandler) refusedCall(p *post, pr auth.Principal) (int, string) {
+	if h.agg != nil {
+		return h.agg.refusedCall(h, p, pr)
+	}
 	if i := p.rec.denied(p.filter); i >= 0 {
 		name, _ := p.rec.calls[i].toolCall()
 		h.log.Info("tools/call refused by the tool policy", "tool", name, "era", p.rec.era)

@@ -215,6 +215,9 @@ type Options struct {
 	// inMounts: a server of Mounts, which serves the operators' channel
 	// and its metrics once for every server.
 	inMounts bool
+	// aggregate: the aggregate endpoint of Mounts (aggregate.go), which
+	// serves several bridges and has none of its own.
+	aggregate bool
 }
 
 // Handler returns the bridge's HTTP handler: the options with their
@@ -266,7 +269,7 @@ func (o *Options) legacyOn() bool { return !o.DisableLegacySSE && !o.Stateless }
 // withDefaults returns o with every zero value that has a default filled
 // in, or the error of an option that cannot work.
 func (o Options) withDefaults() (Options, error) {
-	if o.Bridge == nil {
+	if o.Bridge == nil && !o.aggregate {
 		return o, errors.New("httpapi: no bridge")
 	}
 	o.Path = cmp.Or(o.Path, DefaultPath)

@@ -124,7 +124,7 @@ type viewer struct {
 func (v viewer) view(r *http.Request, snap any) any {
 	ls := snap.(liveSnapshot)
 	p := principal(r)
-	out := liveView{Snapshot: ls.Snapshot}
+	out := liveView{Snapshot: ls.Snapshot, Aggregate: ls.Aggregate}
 	if v.auth && !v.admins.Match(p) {
 		out.Snapshot = ls.Snapshot.For(p.Key())
 	}

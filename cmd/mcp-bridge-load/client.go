@@ -299,10 +299,12 @@ func (r *rpcResponse) checkModernEcho(id, msg []byte) error {
 
 // appendEchoCall appends a tools/call request for the echo tool. msg must
 // need no JSON escaping, which runWorker's messages never do.
-func appendEchoCall(dst []byte, id int64, msg []byte) []byte {
+func appendEchoCall(dst []byte, id int64, tool string, msg []byte) []byte {
 	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
 	dst = strconv.AppendInt(dst, id, 10)
-	dst = append(dst, `,"method":"tools/call","params":{"name":"echo","arguments":{"message":"`...)
+	dst = append(dst, `,"method":"tools/call","params":{"name":"`...)
+	dst = append(dst, tool...)
+	dst = append(dst, `","arguments":{"message":"`...)
 	dst = append(dst, msg...)
 	return append(dst, `"}}}`...)
 }
@@ -311,10 +313,12 @@ func appendEchoCall(dst []byte, id int64, msg []byte) []byte {
 // tool: the version and capabilities a 2025 client declares once in
 // initialize ride on every request, in params._meta. msg as for
 // appendEchoCall.
-func appendModernEchoCall(dst []byte, id int64, msg []byte) []byte {
+func appendModernEchoCall(dst []byte, id int64, tool string, msg []byte) []byte {
 	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
 	dst = strconv.AppendInt(dst, id, 10)
-	dst = append(dst, `,"method":"tools/call","params":{"name":"echo","arguments":{"message":"`...)
+	dst = append(dst, `,"method":"tools/call","params":{"name":"`...)
+	dst = append(dst, tool...)
+	dst = append(dst, `","arguments":{"message":"`...)
 	dst = append(dst, msg...)
 	return append(dst, `"},"_meta":{"io.modelcontextprotocol/protocolVersion":"`+modernProtocol+
 		`","io.modelcontextprotocol/clientCapabilities":{}}}}`...)
@@ -339,6 +343,10 @@ type httpTarget struct {
 	// that redirects is a misconfiguration the errors should show.
 	transport *http.Transport
 	accept    []string
+	// tools are the tools/call names the sessions call, one each in turn
+	// (session i calls tools[i%len(tools)]): echo by default; on an
+	// aggregate endpoint, one echo per server (a__echo,b__echo,...).
+	tools []string
 }
 
 // newHTTPTarget prepares a client for rawURL. conns is the number of
@@ -365,7 +373,7 @@ func newHTTPTarget(rawURL, accept string, conns int) (*httpTarget, error) {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true, // echo bodies are tiny; gzip would only add CPU on both sides
 	}
-	return &httpTarget{url: u, transport: tr, accept: []string{av}}, nil
+	return &httpTarget{url: u, transport: tr, accept: []string{av}, tools: []string{"echo"}}, nil
 }
 
 // close drops the idle connections.
@@ -382,6 +390,8 @@ type httpConn struct {
 	n            int64
 	// modern says each call is a 2026-07-28 request standing alone.
 	modern bool
+	// tool is the tool its calls name (httpTarget.tools).
+	tool string
 
 	id   []byte
 	buf  bytes.Buffer // response body, or the data of one SSE event
@@ -391,7 +401,7 @@ type httpConn struct {
 }
 
 func newHTTPConn(t *httpTarget) *httpConn {
-	c := &httpConn{t: t, stride: 1, br: bufio.NewReaderSize(nil, 16<<10)}
+	c := &httpConn{t: t, stride: 1, br: bufio.NewReaderSize(nil, 16<<10), tool: t.tools[0]}
 	c.setSession("", "")
 	return c
 }
@@ -424,7 +434,7 @@ func (c *httpConn) setModern() {
 		"Content-Type":         {"application/json"},
 		"Mcp-Protocol-Version": {modernProtocol},
 		"Mcp-Method":           {"tools/call"},
-		"Mcp-Name":             {"echo"},
+		"Mcp-Name":             {c.tool},
 	}
 	c.modern = true
 }
@@ -482,13 +492,13 @@ func (c *httpConn) call(ctx context.Context, msg []byte) error {
 	// A fresh body per call: the transport may read a request body after
 	// RoundTrip returns, so reusing one buffer would race.
 	if c.modern {
-		body := appendModernEchoCall(make([]byte, 0, 224+len(msg)), id, msg)
+		body := appendModernEchoCall(make([]byte, 0, 224+len(msg)), id, c.tool, msg)
 		if _, err := c.post(ctx, body, c.id); err != nil {
 			return err
 		}
 		return c.resp.checkModernEcho(c.id, msg)
 	}
-	body := appendEchoCall(make([]byte, 0, 96+len(msg)), id, msg)
+	body := appendEchoCall(make([]byte, 0, 96+len(msg)), id, c.tool, msg)
 	if _, err := c.post(ctx, body, c.id); err != nil {
 		return err
 	}
@@ -654,9 +664,10 @@ func (e *httpEndpoint) open(ctx context.Context, n, conc int) (*sessionSet, erro
 	if err := firstOf(errs); err != nil {
 		return nil, errors.Join(err, set.close())
 	}
-	for _, c := range conns {
+	for i, c := range conns {
 		for w := range conc {
 			wc := newHTTPConn(e.t)
+			wc.tool = e.t.tools[i%len(e.t.tools)]
 			wc.header = c.header
 			wc.slot, wc.stride = int64(w)+1, int64(conc) // id 0 was initialize
 			set.callers = append(set.callers, wc)
@@ -698,8 +709,9 @@ type modernEndpoint struct {
 // wire: the first call is the first the server hears of a client.
 func (e *modernEndpoint) open(_ context.Context, n, conc int) (*sessionSet, error) {
 	set := &sessionSet{close: func() error { return nil }}
-	for range n * conc {
+	for i := range n * conc {
 		c := newHTTPConn(e.t)
+		c.tool = e.t.tools[i/conc%len(e.t.tools)]
 		c.setModern()
 		c.slot = 1 // ids from 1, as a client starting afresh would
 		set.callers = append(set.callers, c)

@@ -267,7 +267,7 @@ func (p *pipeCaller) call(ctx context.Context, msg []byte) error {
 	id := p.n*int64(p.s.conc) + p.slot + 1 // id 0 was initialize
 	p.n++
 	p.id = strconv.AppendInt(p.id[:0], id, 10)
-	p.req = append(appendEchoCall(p.req[:0], id, msg), '\n')
+	p.req = append(appendEchoCall(p.req[:0], id, "echo", msg), '\n')
 	if err := p.s.write(p.req); err != nil {
 		return err
 	}

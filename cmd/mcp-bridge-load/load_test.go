@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -149,7 +150,7 @@ func TestModernFloor(t *testing.T) {
 		},
 		{
 			name:   "the load tool's own request",
-			body:   string(appendModernEchoCall(nil, 7, []byte("hi"))),
+			body:   string(appendModernEchoCall(nil, 7, "echo", []byte("hi"))),
 			status: http.StatusOK,
 			want: `{"jsonrpc":"2.0","id":7,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcp-bridge-load-echo","version":"1.0.0"}},` +
 				`"resultType":"complete","content":[{"type":"text","text":"hi"}]}}`,
@@ -384,17 +385,68 @@ func TestBridge(t *testing.T) {
 	}
 }
 
+// TestAggregate is the tool against mcp-bridge's aggregate endpoint in
+// front of three servers, each this binary's echo child: 64 sessions (and
+// 64 clients of 2026-07-28), each calling the echo of one of the three
+// servers in turn. Every answer must be the echo of its own request, and
+// the aggregate must have dropped no answer as misrouted.
+func TestAggregate(t *testing.T) {
+	quote := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	var servers []string
+	for _, name := range []string{"a", "b", "c"} {
+		servers = append(servers, quote(name)+`: {"command": `+quote(self(t)[0])+`, "args": ["echo-child"], "env": {"GORACE": "atexit_sleep_ms=0"}}`)
+	}
+	file := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(file, []byte(`{"aggregate": true, "mcpServers": {`+strings.Join(servers, ", ")+`}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url, pid := startBridgeWith(t, []string{"--config", file, "--max-children", "256"})
+	base, _, _ := strings.Cut(strings.TrimPrefix(url, "http://"), "/")
+	url = "http://" + base + "/mcp"
+	var out, errOut bytes.Buffer
+	cfg := &config{
+		url: url, eras: []string{era2025, eraModern}, sessions: []int{64}, concurrency: 1,
+		duration: testDuration, warmup: testDuration, churn: 0, timeout: testTimeout, accept: "both",
+		tools: []string{"a__echo", "b__echo", "c__echo"}, targetPID: pid, jsonOut: true, self: self(t),
+		cmdline: "mcp-bridge-load -url " + url + " -sessions 64 -tools a__echo,b__echo,c__echo -era both -floors=false",
+		out:     &out, errOut: &errOut,
+	}
+	if err := run(t.Context(), cfg); err != nil {
+		t.Fatalf("run: %v\nstderr: %s", err, errOut.String())
+	}
+	rep := decodeReport(t, &out, []string{era2025, eraModern})
+	checkRows(t, rep.Results[0].Load, []string{"target"})
+	checkRows(t, rep.Results[1].Load, []string{"target"})
+	resp, err := http.Get("http://" + base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "mcp_bridge_aggregate_misrouted_total 0") {
+		t.Errorf("/metrics: the aggregate dropped misrouted answers:\n%s", body)
+	}
+}
+
 // startBridge starts mcp-bridge (built once) on a free port with args, in
 // front of this binary's echo child, and returns its endpoint and pid. It
 // is stopped on cleanup.
 func startBridge(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	bin := testpeers.BuildGo(t, "./cmd/mcp-bridge")
-	args = append([]string{"--port", "0", "--log-level", "info",
+	return startBridgeWith(t, append(append(append([]string{
 		// The bridge gives its children no environment of its own: this
 		// one spares each child's exit the race detector's wait.
-		"--env", "GORACE=atexit_sleep_ms=0"}, args...)
-	cmd := exec.Command(bin, append(append(args, "--"), append(self(t), "echo-child")...)...)
+		"--env", "GORACE=atexit_sleep_ms=0"}, args...), "--"), append(self(t), "echo-child")...))
+}
+
+// startBridgeWith starts mcp-bridge (built once) on a free port with args
+// and returns the first endpoint it logs and its pid. It is stopped on
+// cleanup.
+func startBridgeWith(t *testing.T, args []string) (string, int) {
+	t.Helper()
+	bin := testpeers.BuildGo(t, "./cmd/mcp-bridge")
+	args = append([]string{"--port", "0", "--log-level", "info"}, args...)
+	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -126,6 +126,7 @@ type config struct {
 	timeout     time.Duration
 	accept      string
 	child       []string // the pipe floor's child
+	tools       []string // the target's tools, one per session in turn
 	targetPID   int
 	jsonOut     bool
 	floors      bool
@@ -140,7 +141,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*config, error) {
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg := &config{out: stdout, errOut: stderr, cmdline: shellQuote(args)}
-	var sessions, child, era string
+	var sessions, child, era, tools string
 	fs.StringVar(&cfg.url, "url", "", `target MCP endpoint, e.g. http://127.0.0.1:8080/mcp; "floor" targets a second HTTP floor (a self-check: ratios near 1); empty measures the floors only`)
 	fs.StringVar(&era, "era", era2025, `how to call the target and the HTTP floor: "2025" (initialize, then calls in a session), "`+eraModern+`" (no initialize, no session: each call stands alone with its _meta and Mcp-* headers; -sessions counts clients, churn is skipped), or "both", one after the other`)
 	fs.StringVar(&sessions, "sessions", "1", "sessions to run (in the 2026-07-28 era: concurrent clients), or a comma list like 1,64 to run each")
@@ -150,6 +151,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&cfg.churn, "churn", 5*time.Second, "time per session-churn measurement; 0 skips churn")
 	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Second, "how long calls outstanding at the end of a phase may take before they are cancelled and counted as errors")
 	fs.StringVar(&cfg.accept, "accept", "both", `Accept header: "both" (application/json, text/event-stream), "json" or "sse"`)
+	fs.StringVar(&tools, "tools", "echo", "the target's echo tools, comma-separated, called by the sessions in turn (session i calls the i-th modulo their number): on mcp-bridge's aggregate endpoint, a__echo,b__echo,c__echo spreads the sessions over three servers")
 	fs.StringVar(&child, "child", "", "pipe floor child command, split on spaces (default: this binary's echo-child)")
 	fs.IntVar(&cfg.targetPID, "target-pid", 0, "pid of the target, to read its CPU time and RSS from /proc (default: not measured)")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print results as JSON")
@@ -172,6 +174,12 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*config, error) {
 		cfg.eras = []string{era2025, eraModern}
 	default:
 		return nil, fmt.Errorf("-era %q: want 2025, %s or both", era, eraModern)
+	}
+	for name := range strings.SplitSeq(tools, ",") {
+		if name = strings.TrimSpace(name); name == "" || strings.ContainsAny(name, `"\\`) {
+			return nil, fmt.Errorf("-tools %q: want tool names separated by commas", tools)
+		}
+		cfg.tools = append(cfg.tools, name)
 	}
 	for s := range strings.SplitSeq(sessions, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -361,6 +369,9 @@ func run(ctx context.Context, cfg *config) (err error) {
 		t, err := newHTTPTarget(url, cfg.accept, conns)
 		if err != nil {
 			return fmt.Errorf("target: %w", err)
+		}
+		if len(cfg.tools) > 0 {
+			t.tools = cfg.tools
 		}
 		defer t.close()
 		for _, era := range cfg.eras {

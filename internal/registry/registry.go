@@ -19,6 +19,7 @@ package registry
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -33,6 +34,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/mcp-bridge/mcp-bridge/aggregate"
 	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/bridge"
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
@@ -334,6 +336,7 @@ func (r *Registry) commit(data []byte, doc *config.ServersDoc, p plan, ch httpap
 	if over := len(r.removed) - maxRemembered; over > 0 {
 		r.removed = slices.Delete(r.removed, 0, over)
 	}
+	r.serveAggregate(p.specs)
 	st := &state{doc: doc, specs: map[string]config.ServerSpec{}, refused: map[string]string{}}
 	for _, sp := range p.specs {
 		st.specs[sp.Name] = sp
@@ -342,6 +345,33 @@ func (r *Registry) commit(data []byte, doc *config.ServersDoc, p plan, ch httpap
 		st.refused[rs.name] = rs.why
 	}
 	r.view.Store(st)
+}
+
+// serveAggregate serves the aggregate endpoint of specs' names (none:
+// it is not served), or gives it the new names: a reload renames without
+// restarting a server, and tells the endpoint's sessions.
+func (r *Registry) serveAggregate(specs []config.ServerSpec) {
+	o := httpapi.AggregateOptions{HTTP: r.opts.HTTP, IdleTimeout: r.opts.Bridge.IdleTimeout}
+	if t := r.opts.Config.AggregateListTimeout; t != nil {
+		o.ListTimeout = *t
+	}
+	if members := config.AggregateMembers(specs); len(members) > 0 {
+		names, err := aggregate.NewNames(members)
+		if err != nil {
+			// ParseServers checked them: a bug if it happens.
+			r.log.Error("the aggregate's names are refused; it keeps its own", "err", err)
+			return
+		}
+		o.Names = names
+	}
+	if err := r.ServeAggregate(o); err != nil {
+		r.log.Error("the aggregate endpoint cannot be served", "err", err)
+	}
+}
+
+// aggregatePath is where the aggregate endpoint is served.
+func (r *Registry) aggregatePath() string {
+	return cmp.Or(r.opts.HTTP.Path, httpapi.DefaultPath)
 }
 
 func (r *Registry) announce(ch httpapi.Changes) {
@@ -381,9 +411,7 @@ func (r *Registry) logLoad(msg string, p plan, ch httpapi.Changes) {
 		r.log.Warn(httpapi.MetricsClosed)
 	}
 	if m := config.AggregateMembers(p.specs); len(m) > 0 && msg == msgLoaded {
-		// Read and checked (internal/config, aggregate); the endpoint
-		// itself waits for the transports' session seams.
-		r.log.Warn("the aggregate endpoint is configured but this build does not serve it yet", "servers", len(m))
+		r.log.Info("the aggregate endpoint serves these servers as one", "path", r.aggregatePath(), "servers", len(m))
 	}
 	for _, ms := range p.mounts {
 		if ms.HTTP.Auth == nil && !r.opts.Config.Loopback() && !slices.Contains(ch.Unchanged, ms.Name) {

@@ -26,6 +26,8 @@
 //
 //   TSCLIENT_MESSAGE  the echo message (default "hello from ts"); give each
 //                     client its own to see that every answer is its own
+//   TSCLIENT_PREFIX   put before every tool name it calls, e.g. "everything__"
+//                     for a server of mcp-bridge's aggregate endpoint
 //   TSCLIENT_SKIP     tool names not to call, comma-separated, e.g. "sample":
 //                     on a shared child with several sessions' requests in
 //                     flight, the bridge refuses a sampling request as
@@ -50,6 +52,7 @@ if (!["streamable", "sse"].includes(mode) || !url) {
 
 const totalMs = Number(process.env.TSCLIENT_TIMEOUT_MS || 30000);
 const message = process.env.TSCLIENT_MESSAGE || "hello from ts";
+const prefix = process.env.TSCLIENT_PREFIX || "";
 const skip = new Set((process.env.TSCLIENT_SKIP || "").split(",").filter(Boolean));
 // One deadline for the whole run: a hung bridge must fail the test, not stall it.
 const deadline = setTimeout(() => {
@@ -149,17 +152,17 @@ async function main() {
 
   const listed = await step("tools/list", () => client.listTools(undefined, requestOpts));
   out.tools = (listed?.tools ?? []).map((t) => t.name);
-  const has = (name) => out.tools.includes(name) && !skip.has(name);
+  const has = (name) => out.tools.includes(prefix + name) && !skip.has(name);
   // Only the arguments a tool's input schema declares: servers may reject
   // the others (the demo server does), and the test servers differ.
   const fit = (name, args) => {
-    const props = (listed?.tools ?? []).find((t) => t.name === name)?.inputSchema?.properties;
+    const props = (listed?.tools ?? []).find((t) => t.name === prefix + name)?.inputSchema?.properties;
     if (!props) return args;
     return Object.fromEntries(Object.entries(args).filter(([k]) => k in props));
   };
 
   const echo = await step("echo", () =>
-    client.callTool({ name: "echo", arguments: { message } }, undefined, requestOpts),
+    client.callTool({ name: prefix + "echo", arguments: { message } }, undefined, requestOpts),
   );
   out.echo = text(echo);
   if (echo && !out.echo.includes(message)) {
@@ -169,9 +172,9 @@ async function main() {
   // Passing onprogress makes the SDK put a progressToken in params._meta.
   const progressOpts = { ...requestOpts, onprogress: (p) => out.progress.push(p.progress) };
   const progressCall = has("slow")
-    ? { name: "slow", arguments: fit("slow", { ms: 300, delay_ms: 100, steps: 3 }) }
+    ? { name: prefix + "slow", arguments: fit("slow", { ms: 300, delay_ms: 100, steps: 3 }) }
     : has("trigger-long-running-operation")
-      ? { name: "trigger-long-running-operation", arguments: { duration: 0.3, steps: 3 } }
+      ? { name: prefix + "trigger-long-running-operation", arguments: { duration: 0.3, steps: 3 } }
       : undefined;
   if (progressCall) {
     await step(progressCall.name, () => client.callTool(progressCall, undefined, progressOpts));
@@ -181,7 +184,7 @@ async function main() {
   const sampleName = ["sample", "trigger-sampling-request", "sampleLLM"].find(has);
   if (sampleName) {
     const r = await step(sampleName, () =>
-      client.callTool({ name: sampleName, arguments: fit(sampleName, { prompt: "hi", maxTokens: 10 }) }, undefined, requestOpts),
+      client.callTool({ name: prefix + sampleName, arguments: fit(sampleName, { prompt: "hi", maxTokens: 10 }) }, undefined, requestOpts),
     );
     out.sample = text(r);
     if (r && !out.sample.includes("sampled:")) {

@@ -295,6 +295,17 @@ function sandboxView(sb) {
   return el("div", { class: "sandbox" }, el("span", {}, "sandbox: " + line.filter(Boolean).join(" · ")), el("ul", {}, ...rights));
 }
 
+// aggregateView shows the aggregate endpoint (--aggregate): its servers
+// and their state, and the entries its lists drop, each with its fix.
+function aggregateView(dl, agg) {
+  const servers = (agg.servers || []).map((s) =>
+    el("li", { class: s.state === "ready" ? "" : "busy" }, s.name + ": " + s.state + (s.reason ? " (" + s.reason + ")" : "")),
+  );
+  fact(dl, "Aggregate", el("span", {}, el("span", { class: "mono" }, agg.path), el("span", { class: "hint" }, " · " + agg.sessions + " sessions, tools named SERVER__NAME"), el("ul", { id: "aggregate-servers" }, ...servers)));
+  const problems = (agg.problems || []).map((p) => el("li", { class: "busy" }, p.message));
+  fact(dl, "Dropped from the aggregate", problems.length ? el("ul", { id: "aggregate-problems" }, ...problems) : el("span", { id: "aggregate-problems", class: "hint" }, "none (no collision, every name fits)"));
+}
+
 function renderSnapshot() {
   const snap = state.snapshot;
   const server = $("server");
@@ -308,6 +319,7 @@ function renderSnapshot() {
     fact(server, "Sandbox", sandboxView(snap.sandbox));
   }
   fact(server, "Waiting children", String(snap.waitingChildren ?? 0));
+  if (snap.aggregate) aggregateView(server, snap.aggregate);
 
   const mine = state.client && state.client.sid;
   const rows = (snap.sessions || []).map((s) =>
