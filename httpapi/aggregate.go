@@ -224,7 +224,7 @@ func (a *aggregateAdmission) held(p *post, pr auth.Principal) *heldCall {
 		if rule, ok := ac.mt.opts.Approval.Needs(pr, ac.own); ok {
 			c := &p.rec.calls[ac.index]
 			tool, args := c.toolCall()
-			return &heldCall{index: ac.index, id: c.id, tool: tool, args: args, rule: rule, pr: pr, opts: &ac.mt.opts, own: ac.own}
+			return &heldCall{index: ac.index, id: c.id, tool: tool, args: args, rule: rule, pr: pr, opts: &ac.mt.opts, own: ac.own, b: ac.mt.b}
 		}
 	}
 	return nil

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +20,7 @@ import (
 	"github.com/mcp-bridge/mcp-bridge/approval"
 	"github.com/mcp-bridge/mcp-bridge/auth"
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
+	"github.com/mcp-bridge/mcp-bridge/internal/testpeers"
 )
 
 // serveAggregate serves specs behind m, and the aggregate of them at
@@ -438,7 +441,8 @@ func TestAggregateApproval(t *testing.T) {
 		events = append(events, ev)
 	}})
 	t.Cleanup(engine.Close)
-	a := mountSpec(t, "a", "1")
+	runs := filepath.Join(t.TempDir(), "runs") // every echo the server's children run
+	a := mountSpec(t, "a", "1", testpeers.BuildGo(t, "./testdata/badchild"), "-runs", runs)
 	a.HTTP.Approval = approval.NewPolicy("a", []approval.Rule{mustApprovalRule("*=echo")}, false)
 	a.HTTP.Approvals = engine
 	if _, err := m.Apply([]httpapi.MountSpec{a}); err != nil {
@@ -485,6 +489,35 @@ func TestAggregateApproval(t *testing.T) {
 			t.Errorf("%s: the server ran echo %s times, want %s", tt.name, n, tt.ran)
 		}
 	}
+	// A 2026-07-28 request: asked in an input_required result, its
+	// retry with the answer runs the call on its server, once.
+	caps := map[string]any{"elicitation": map[string]any{}}
+	modern := func(rs string, answer any) map[string]any {
+		params := map[string]any{"name": "a__echo", "arguments": map[string]any{"message": "m1"}}
+		if rs != "" {
+			params["requestState"] = rs
+			params["inputResponses"] = map[string]any{"mcp-bridge-approval": answer}
+		}
+		m := readMessages(t, e.do(modernRequest{id: 5, method: "tools/call", params: params, caps: caps}.req()))
+		if len(m) != 1 {
+			t.Fatalf("%d messages: %v", len(m), m)
+		}
+		return m[0]
+	}
+	ran := func() int {
+		b, _ := os.ReadFile(runs)
+		return strings.Count(string(b), `"m1"`+"\n")
+	}
+	_, rs := inputRequired(t, modern("", nil))
+	if n := ran(); n != 0 {
+		t.Fatalf("asked, the server ran echo %d times", n)
+	}
+	if res := modern(rs, map[string]any{"action": "accept", "content": map[string]any{"approve": true}}); text(res) != "m1" {
+		t.Fatalf("approved: %v", res)
+	}
+	if n := ran(); n != 1 {
+		t.Errorf("approved, the server ran echo %d times, want 1", n)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	var seen int
@@ -496,7 +529,7 @@ func TestAggregateApproval(t *testing.T) {
 			}
 		}
 	}
-	if seen != 2 {
-		t.Errorf("%d approvals requested, want 2", seen)
+	if seen != 3 {
+		t.Errorf("%d approvals requested, want 3", seen)
 	}
 }

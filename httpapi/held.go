@@ -43,6 +43,17 @@ type heldCall struct {
 	// its approvers know it by.
 	opts *Options
 	own  string
+	b    *bridge.Bridge // the server's, which seals its questions' states
+}
+
+// bridge is the bridge whose key seals the requestState of c's question
+// to a 2026-07-28 client: the handler's, or on the aggregate endpoint, the
+// call's server's (the retry resolves to the same server).
+func (c *heldCall) bridge(h *mcpHandler) *bridge.Bridge {
+	if c.b != nil {
+		return c.b
+	}
+	return h.b
 }
 
 // options are the Options of the server whose rules hold c: the
@@ -589,7 +600,7 @@ func (h *mcpHandler) modernHeld(w http.ResponseWriter, r *http.Request, p *post,
 	var ch callerChannel
 	var rs string
 	if raw := msg.Param("requestState"); raw != nil && json.Unmarshal(raw, &rs) == nil && bridge.IsQuestionState(rs) {
-		id, why := h.b.OpenQuestion(rs, bind)
+		id, why := c.bridge(h).OpenQuestion(rs, bind)
 		if why != "" {
 			p.rec.deny(c.index)
 			return h.answerOne(w, r, p, bridge.ErrorBody(&bridge.Error{Code: bridge.CodeInvalidParams, Message: "Invalid params: " + why, ID: c.id}))
@@ -611,11 +622,11 @@ func (h *mcpHandler) modernHeld(w http.ResponseWriter, r *http.Request, p *post,
 		return call, err
 	}
 	x.later = func(out approval.Outcome) []byte {
-		expires := h.opts.Now().Add(h.opts.Approvals.Timeout() - out.Waited)
+		expires := h.opts.Now().Add(c.options(h).Approvals.Timeout() - out.Waited)
 		q, _ := json.Marshal(map[string]any{"method": "elicitation/create", "params": json.RawMessage(out.Question.Params())})
 		res, _ := json.Marshal(map[string]any{"resultType": "input_required",
 			"inputRequests": map[string]json.RawMessage{approvalInput: q},
-			"requestState":  h.b.SealQuestion(bind, out.ID, expires)})
+			"requestState":  c.bridge(h).SealQuestion(bind, out.ID, expires)})
 		p.rec.calls[c.index].inputRequired = true
 		return []byte(`{"jsonrpc":"2.0","id":` + string(c.id) + `,"result":` + string(res) + `}`)
 	}
