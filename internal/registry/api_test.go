@@ -442,3 +442,36 @@ func TestRegistryRefuses(t *testing.T) {
 		t.Errorf("a after the reload: %+v", s.Health)
 	}
 }
+
+// TestRegistryAggregateNames: with the aggregate endpoint on, a change is
+// checked for the names the endpoint would expose, as at start: a server
+// name that would make the split ambiguous, or a rename past what clients
+// accept, is refused naming the server and the field (and for a name too
+// long, the alias that fixes it: tool names are not secrets; an env value
+// is never echoed), and nothing is served or saved; a valid one is served
+// at once.
+func TestRegistryAggregateNames(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, `"a": {"command": "CHILD"}`, Options{}, nil, "--aggregate")
+	q, _ := json.Marshal(f.child)
+	before, _ := os.ReadFile(f.file)
+	long := strings.Repeat("x", 70)
+	for _, tt := range []struct{ body, field string }{
+		{`{"name": "b__c", "command": ` + string(q) + `, "env": {"KEY": "s3cret-value"}}`, `"server":"b__c"`},
+		{`{"name": "b", "command": ` + string(q) + `, "env": {"KEY": "s3cret-value"}, "rename": {"echo": "` + long + `"}}`, `rename it to at most 61 characters`},
+	} {
+		ans := f.call(adminToken, "POST", httpapi.RegistryPath, tt.body)
+		if ans.status != http.StatusBadRequest || !strings.Contains(ans.body, tt.field) {
+			t.Errorf("create %s: %d %s, want 400 naming %s", tt.body, ans.status, ans.body, tt.field)
+		}
+		if strings.Contains(ans.body, "s3cret-value") {
+			t.Errorf("the refusal echoes an env value: %s", ans.body)
+		}
+	}
+	if after, _ := os.ReadFile(f.file); !bytes.Equal(before, after) {
+		t.Errorf("a refused change was saved:\n%s", after)
+	}
+	if ans := f.call(adminToken, "POST", httpapi.RegistryPath, `{"name": "b", "command": `+string(q)+`, "rename": {"echo": "say"}}`); ans.status != http.StatusCreated {
+		t.Fatalf("create b: %d %s", ans.status, ans.body)
+	}
+}
