@@ -46,8 +46,9 @@ type Session struct {
 
 	mu       sync.Mutex
 	members  map[string]*member
-	level    []byte          // the last logging/setLevel params, for servers started later
-	leftOut  map[string]bool // servers a list left out: their start announces a change
+	level    []byte                     // the last logging/setLevel params, for servers started later
+	leftOut  map[string]bool            // servers a list left out: their start announces a change
+	subs     map[string]map[string]bool // the client's resource subscriptions, by server and the server's own URI (JSON): renewed on its new sessions (continuity.go)
 	getOpen  bool
 	lastSeen time.Time
 	inFlight int
@@ -61,6 +62,9 @@ type member struct {
 	ready  chan struct{} // closed once conn or err is set
 	conn   bridge.Conn
 	err    error
+	// revivals counts the starts anew of the server's session on the
+	// aggregate's own (revive), since the client's last request started it.
+	revivals int
 }
 
 func (m *member) started() bool {
@@ -382,6 +386,9 @@ func (ss *Session) member(ctx context.Context, server string) (*member, error) {
 		// failed, or its session ended (its child died): start anew.
 		m = nil
 	}
+	if m != nil {
+		m.revivals = 0 // the client uses it: a later end may revive it again
+	}
 	if m == nil {
 		m = &member{server: server, b: b, ready: make(chan struct{})}
 		ss.members[server] = m
@@ -402,6 +409,7 @@ func (ss *Session) member(ctx context.Context, server string) (*member, error) {
 // start starts m's session with the client's initialize params, then
 // reads its GET stream until it ends.
 func (ss *Session) start(m *member) {
+	restarted := m.b.ChildRestarted() // taken before the session starts, so no restart is missed
 	init := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":%s}`, ss.params)
 	msgs, _, err := bridge.ParseBody(init)
 	var conn bridge.Conn
@@ -420,6 +428,11 @@ func (ss *Session) start(m *member) {
 		conn = nil
 	}
 	m.conn, m.err = conn, err
+	if err == nil {
+		// Before the session is ready, so that no request of the
+		// client's overtakes its subscriptions.
+		ss.renew(m)
+	}
 	close(m.ready)
 	if err != nil {
 		ss.log.Warn("server of the aggregate did not start", "server", m.server, "err", err)
@@ -439,6 +452,11 @@ func (ss *Session) start(m *member) {
 	if level != nil {
 		_, _ = ss.call(ss.ctx, m, "logging/setLevel", level)
 	}
+	ss.mu.Lock()
+	if !ss.ended {
+		ss.spawnLocked(func() { ss.watchRestarts(m, restarted) })
+	}
+	ss.mu.Unlock()
 	ss.pumpGet(m)
 }
 
@@ -508,6 +526,7 @@ func (ss *Session) pumpGet(m *member) {
 	// second time).
 	ss.log.Info("server of the aggregate went down", "server", m.server)
 	ss.coal.Signal(aggregate.AllChanged)
+	ss.revive(m)
 }
 
 // fromServer routes a message of m's to the client: into box, the POST
@@ -560,6 +579,7 @@ func (ss *Session) forward(r aggregate.Route, clientID []byte, method string, bo
 		}
 		return
 	}
+	ss.noteSubscription(r.Server, method, r.Message)
 	msgs, _, err := bridge.ParseBody(r.Message)
 	if err != nil {
 		ss.table.Forget(r.ID)

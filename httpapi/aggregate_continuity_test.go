@@ -1,0 +1,137 @@
+package httpapi_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-bridge/mcp-bridge/bridge"
+	"github.com/mcp-bridge/mcp-bridge/httpapi"
+)
+
+// A session of the aggregate outlives its servers' sessions: these tests
+// kill a server's child under a live client session and check what the
+// client set up holds, and what it is told.
+
+// TestAggregateResubscribe: a client subscribed to a resource of a
+// per-session server whose child dies: the aggregate starts the server's
+// session anew at once, without waiting for a request of the client's,
+// subscribes the new child to the resource again, and the new child's
+// updates reach the client.
+func TestAggregateResubscribe(t *testing.T) {
+	t.Parallel()
+	m, srv := newMounts(t)
+	bin := mountSpec(t, "x", "1").Bridge.Command[0]
+	// Each child of a says, once initialized, that a resource of its pid
+	// was updated: so an update from a new child, with no request of the
+	// client's to start one, shows that the aggregate started it.
+	serveAggregate(t, m, httpapi.AggregateOptions{},
+		mountSpec(t, "a", "1", bin, "-notify-at-init", `notifications/resources/updated {"uri":"test://child/{pid}"}`),
+		mountSpec(t, "b", "1"))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	updated := make(chan string, 64)
+	cs := connectAggregate(t, ctx, srv, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			select {
+			case updated <- req.Params.URI:
+			default:
+			}
+		},
+	}, "2025-11-25")
+	call := func(name string, args map[string]any) *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return res
+	}
+	pid := resultText(t, call("a__pid", map[string]any{}))
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "mcp-bridge://a/test://x"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "mcp-bridge://a/test://gone"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "mcp-bridge://a/test://gone"}); err != nil {
+		t.Fatal(err)
+	}
+	if res := call("a__crash", map[string]any{"code": 3}); !res.IsError {
+		t.Fatalf("a__crash answered %q without isError", resultText(t, res))
+	}
+	// No request of the client's from here until the new child speaks.
+	var newPid string
+	for newPid == "" {
+		select {
+		case uri := <-updated:
+			if p, ok := strings.CutPrefix(uri, "mcp-bridge://a/test://child/"); ok && p != pid {
+				newPid = p
+			}
+		case <-ctx.Done():
+			t.Fatal("no update from a new child of a: its session was not started anew for the client's subscription")
+		}
+	}
+	if got := resultText(t, call("a__pid", map[string]any{})); got != newPid {
+		t.Errorf("a__pid answered %q, want the new child %q", got, newPid)
+	}
+	// The new child was subscribed to what the client holds, and to
+	// nothing it let go, before any request of the client's reached it.
+	want := `["resources/subscribe {\"uri\":\"test://x\"}"]`
+	if got := resultText(t, call("a__state_calls", map[string]any{})); got != want {
+		t.Errorf("the new child of a was asked %s, want %s", got, want)
+	}
+	if res := call("a__notify", map[string]any{"method": "notifications/resources/updated", "params": map[string]any{"uri": "test://x"}}); res.IsError {
+		t.Fatalf("a__notify: %s", resultText(t, res))
+	}
+	for {
+		select {
+		case uri := <-updated:
+			if uri == "mcp-bridge://a/test://x" {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("the new child's update of the subscribed resource never reached the client")
+		}
+	}
+}
+
+// TestAggregateSharedRestart: a shared server's child that dies is
+// restarted inside its bridge, and the aggregate's session on it lives
+// on; the client is still told that its lists may have changed, since
+// the new child may list other things.
+func TestAggregateSharedRestart(t *testing.T) {
+	t.Parallel()
+	m, srv := newMounts(t)
+	a := mountSpec(t, "a", "1")
+	a.Bridge.Mode = bridge.ModeShared
+	serveAggregate(t, m, httpapi.AggregateOptions{}, a, mountSpec(t, "b", "1"))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	changed := make(chan struct{}, 16)
+	cs := connectAggregate(t, ctx, srv, &mcp.ClientOptions{ToolListChangedHandler: onToolsChanged(changed)}, "2025-11-25")
+	call := func(name string) *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{"code": 3}})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return res
+	}
+	pid := resultText(t, call("a__pid"))
+	if res := call("a__crash"); !res.IsError {
+		t.Fatalf("a__crash answered %q without isError", resultText(t, res))
+	}
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("no notifications/tools/list_changed after the shared child of a restarted")
+	}
+	// Told once the new child takes requests: it answers at once.
+	if got := resultText(t, call("a__pid")); got == pid || got == "" {
+		t.Errorf("a__pid after the restart answered %q, was %q: want the new child", got, pid)
+	}
+}
