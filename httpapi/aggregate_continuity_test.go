@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -133,5 +135,71 @@ func TestAggregateSharedRestart(t *testing.T) {
 	// Told once the new child takes requests: it answers at once.
 	if got := resultText(t, call("a__pid")); got == pid || got == "" {
 		t.Errorf("a__pid after the restart answered %q, was %q: want the new child", got, pid)
+	}
+}
+
+// TestAggregateResume: the aggregate's GET stream numbers its events; a
+// client whose connection broke resumes with Last-Event-ID and gets what
+// it missed after that event, and a Last-Event-ID the stream never gave
+// is refused saying what to do.
+func TestAggregateResume(t *testing.T) {
+	t.Parallel()
+	m, srv := newMounts(t)
+	serveAggregate(t, m, httpapi.AggregateOptions{}, mountSpec(t, "a", "1"), mountSpec(t, "b", "1"))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	e := &env{t: t, srv: srv, url: srv.URL + "/mcp", client: srv.Client()}
+	sid := e.initialize("2025-11-25")
+	get := func(last string) *http.Response {
+		t.Helper()
+		h := map[string]string{}
+		if last != "" {
+			h["Last-Event-ID"] = last
+		}
+		// A resume waits for the stream's last connection to be given
+		// up (the server may not know yet that it broke).
+		gctx, gcancel := context.WithCancel(ctx)
+		t.Cleanup(gcancel)
+		return e.doCtx(gctx, req{method: http.MethodGet, sid: sid, accept: "text/event-stream", version: "2025-11-25", header: h})
+	}
+	resp := get("")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET: status %d", resp.StatusCode)
+	}
+	// Two announcements on the GET stream: b's tools changed, then its
+	// prompts.
+	for i, method := range []string{"notifications/tools/list_changed", "notifications/prompts/list_changed"} {
+		if _, msgs := e.call(sid, i+1, "b__notify", map[string]any{"method": method}); len(msgs) != 1 {
+			t.Fatalf("b__notify: %v", msgs)
+		}
+	}
+	sse := newSSEReader(resp.Body)
+	var evs []sseEvent
+	for len(evs) < 2 {
+		ev, ok := sse.next()
+		if !ok {
+			t.Fatalf("the GET stream ended after %d events", len(evs))
+		}
+		evs = append(evs, ev)
+	}
+	if evs[0].id == "" || evs[1].id == "" || evs[0].id == evs[1].id {
+		t.Fatalf("GET stream's events have ids %q and %q, want two ids", evs[0].id, evs[1].id)
+	}
+	resp.Body.Close() // the connection breaks: the client saw the first event only
+	resp = get(evs[0].id)
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("resume after %s: status %d: %s", evs[0].id, resp.StatusCode, body)
+	}
+	ev, ok := newSSEReader(resp.Body).next()
+	if !ok || ev.id != evs[1].id || ev.data != evs[1].data {
+		t.Errorf("resumed with %+v (%v), want the missed %+v", ev, ok, evs[1])
+	}
+	resp.Body.Close()
+	resp = get("99999")
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "open the GET stream again without Last-Event-ID") {
+		t.Errorf("a Last-Event-ID never given: status %d: %s", resp.StatusCode, body)
 	}
 }

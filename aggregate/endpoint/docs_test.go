@@ -17,6 +17,8 @@ func TestDocFigures(t *testing.T) {
 	doc := strings.Join(strings.Fields(string(b)), " ")
 	for _, want := range []string{
 		fmt.Sprintf("at most %d times in a row without a request of the client's between", maxRevivals),
+		fmt.Sprintf("keeps the last %d events a client was sent (at most %d MiB), as it keeps %d waiting", maxWaiting, maxSentBytes>>20, maxWaiting),
+		fmt.Sprintf("a resume waits up to %g s", resumeWait.Seconds()),
 	} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("docs/aggregate.md does not say %q", want)

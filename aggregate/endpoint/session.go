@@ -50,6 +50,7 @@ type Session struct {
 	leftOut  map[string]bool            // servers a list left out: their start announces a change
 	subs     map[string]map[string]bool // the client's resource subscriptions, by server and the server's own URI (JSON): renewed on its new sessions (continuity.go)
 	getOpen  bool
+	getGone  chan struct{} // closed as the open GET stream's reader lets go
 	lastSeen time.Time
 	inFlight int
 	ended    bool
@@ -163,29 +164,60 @@ func (ss *Session) Close() {
 // Open opens the session's GET stream: the servers' requests and
 // notifications that belong to no POST, and the announcements of list
 // changes.
-func (ss *Session) Open() (bridge.Reader, error) {
+func (ss *Session) Open() (bridge.Reader, error) { return ss.open("") }
+
+// Resume opens the session's GET stream again after the event last (a
+// Last-Event-ID): what the client missed of it first, from a log of the
+// stream's last events (outbox.rewind). The aggregate's POST streams
+// have no ids: a POST's answer lost with its connection is not resumed.
+func (ss *Session) Resume(last string) (bridge.Reader, error) { return ss.open(last) }
+
+// open opens the GET stream, from after the event last ("" for what
+// waits).
+func (ss *Session) open(last string) (bridge.Reader, error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	if ss.getOpen && last != "" {
+		// A resume comes as its client finds the connection broken,
+		// often before the server does: it waits a little for the old
+		// reader to let go, as a server's own session does.
+		gone := ss.getGone
+		ss.mu.Unlock()
+		t := time.NewTimer(resumeWait)
+		select {
+		case <-gone:
+		case <-t.C:
+		case <-ss.ctx.Done():
+		}
+		t.Stop()
+		ss.mu.Lock()
+	}
 	if ss.ended {
 		return nil, bridge.ErrSessionNotFound
 	}
 	if ss.getOpen {
 		return nil, bridge.ErrStreamConflict
 	}
+	if last != "" {
+		if err := ss.get.rewind(last); err != nil {
+			return nil, err
+		}
+	}
 	ss.getOpen = true
+	gone := make(chan struct{})
+	ss.getGone = gone
 	return &getReader{outbox: ss.get, release: func() {
 		ss.mu.Lock()
 		ss.getOpen = false
 		ss.lastSeen = ss.srv.o.Now()
 		ss.mu.Unlock()
+		close(gone)
 	}}, nil
 }
 
-// Resume: the aggregate's events have no ids to resume from.
-func (ss *Session) Resume(string) (bridge.Reader, error) {
-	return nil, &bridge.Error{Kind: bridge.KindGone, Code: bridge.CodeEventsGone,
-		Message: "the aggregate endpoint's streams cannot be resumed: open the GET stream again without Last-Event-ID"}
-}
+// resumeWait bounds how long a resume waits for the GET stream's old
+// reader to let go.
+const resumeWait = 2 * time.Second
 
 // Send forwards the client's messages: each request to the server it
 // names (or answered by the aggregate), the rest where the Table says.
