@@ -203,3 +203,54 @@ func TestAggregateResume(t *testing.T) {
 		t.Errorf("a Last-Event-ID never given: status %d: %s", resp.StatusCode, body)
 	}
 }
+
+// TestAggregateStateless: served stateless (--stateless with
+// --aggregate), the aggregate endpoint takes 2026-07-28 requests, each on
+// its server, and refuses a 2025 initialize saying what to send instead;
+// it has no GET stream and no legacy SSE.
+func TestAggregateStateless(t *testing.T) {
+	t.Parallel()
+	m, srv := newMounts(t)
+	var specs []httpapi.MountSpec
+	for _, name := range []string{"a", "b"} {
+		s := mountSpec(t, name, "1")
+		s.Bridge.Stateless, s.HTTP.Stateless = true, true
+		specs = append(specs, s)
+	}
+	serveAggregate(t, m, httpapi.AggregateOptions{HTTP: httpapi.Options{Stateless: true}}, specs...)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	e := &env{t: t, srv: srv, url: srv.URL + "/mcp", client: srv.Client()}
+	for i, server := range []string{"a", "b"} {
+		resp, err := modernPost(ctx, e, i+1, "tools/call", server+"__echo", `"name":"`+server+`__echo","arguments":{"message":"hi `+server+`"},`, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs := readMessages(t, resp)
+		if resp.StatusCode != http.StatusOK || len(msgs) != 1 || text(msgs[0]) != "hi "+server {
+			t.Errorf("%s__echo (2026-07-28): status %d: %v", server, resp.StatusCode, msgs)
+		}
+	}
+	resp := e.do(req{body: sprintf(initBody, "2025-11-25")})
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "--stateless with --aggregate") ||
+		!strings.Contains(string(body), "send protocol version 2026-07-28") {
+		t.Errorf("a 2025 initialize: status %d: %s", resp.StatusCode, body)
+	}
+	for _, r := range []req{{method: http.MethodGet, accept: "text/event-stream"}, {method: http.MethodDelete, sid: "x"}} {
+		resp := e.do(r)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("%s: status %d, want 405", r.method, resp.StatusCode)
+		}
+	}
+	resp, err := srv.Client().Get(srv.URL + "/sse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /sse: status %d, want 404 (no legacy SSE)", resp.StatusCode)
+	}
+}
