@@ -1,6 +1,7 @@
 package endpoint
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -51,13 +52,20 @@ func (ss *Session) noteSubscription(server, method string, msg []byte) {
 }
 
 // renew subscribes m, a server's new session, to what the client
-// subscribed to on the server's sessions before.
+// subscribed to on the server's sessions before. The client's requests
+// to the server wait for it, so a server that does not answer holds them
+// for ListTimeout at most.
 func (ss *Session) renew(m *member) {
 	ss.mu.Lock()
 	uris := slices.Sorted(maps.Keys(ss.subs[m.server]))
 	ss.mu.Unlock()
+	if len(uris) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ss.ctx, ss.srv.o.ListTimeout)
+	defer cancel()
 	for _, uri := range uris {
-		if _, err := ss.call(ss.ctx, m, "resources/subscribe", fmt.Appendf(nil, `{"uri":%s}`, uri)); err != nil {
+		if _, err := ss.call(ctx, m, "resources/subscribe", fmt.Appendf(nil, `{"uri":%s}`, uri)); err != nil {
 			ss.log.Warn("subscription not renewed on the server's new session", "server", m.server, "uri", uri, "err", err)
 		}
 	}
