@@ -48,7 +48,7 @@ type Session struct {
 	members  map[string]*member
 	level    []byte                     // the last logging/setLevel params, for servers started later
 	leftOut  map[string]bool            // servers a list left out: their start announces a change
-	subs     map[string]map[string]bool // the client's resource subscriptions, by server and the server's own URI (JSON): renewed on its new sessions (continuity.go)
+	subs     map[string]map[string]bool // the client's subscriptions, by server and its own URI (JSON), renewed on its new sessions
 	getOpen  bool
 	getGone  chan struct{} // closed as the open GET stream's reader lets go
 	lastSeen time.Time
