@@ -226,6 +226,8 @@ type Bridge struct {
 	// sandbox is the children's sandbox as this system enforces it, for
 	// Snapshot; nil without one.
 	sandbox *stdio.SandboxReport
+	// restarted signals a multiplexed child's restart (restarted.go).
+	restarted restartSignal
 }
 
 // withDefaults returns cfg with every zero value that has a default

@@ -130,7 +130,7 @@ var concerns = map[string][]string{
 	// Messages: reading, checking and rewriting JSON-RPC.
 	"messages": {"message.go", "jsonrpc.go", "keys.go", "inspect.go"},
 	// The Bridge as a whole: its settings, life, and what it reports.
-	"bridge": {"bridge.go", "lifecycle.go", "snapshot.go", "busy.go", "ready.go", "errors.go", "redact.go"},
+	"bridge": {"bridge.go", "lifecycle.go", "snapshot.go", "busy.go", "ready.go", "restarted.go", "errors.go", "redact.go"},
 }
 
 // vocabulary are the types every part reads the fields of: settings,

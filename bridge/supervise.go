@@ -401,6 +401,7 @@ func (u *upstream) restart() {
 			u.mux.gate.settle(nil) // re-initialized, and now taking requests
 		}
 		u.mu.Unlock()
+		u.b.noteRestart()
 	case errors.Is(err, ErrClosing):
 		// The bridge closed meanwhile.
 		u.mu.Lock()

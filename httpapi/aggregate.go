@@ -48,6 +48,7 @@ type aggregateMount struct {
 	path         string          // its MCP endpoint
 	sse, message string          // its legacy endpoints, "" for none
 	auth         bool            // it requires a token
+	stateless    bool            // it serves 2026-07-28 requests only
 	metrics      *metrics        // its requests'
 }
 
@@ -91,10 +92,18 @@ func (m *Mounts) newAggregate(o AggregateOptions) (*aggregateMount, error) {
 	opts.Path = cmpOr(opts.Path, DefaultPath)
 	opts.ToolPolicy, opts.Approval = nil, nil // each server's, in admit
 	opts.inMounts, opts.aggregate = true, true
-	opts.Stateless = false // its sessions hold a session per server
+	// Stateless (--stateless) serves 2026-07-28 requests only, each on
+	// its server's Modern with nothing kept between them; a 2025 POST is
+	// refused by endpoint.Server.Stateless saying so, since a session of
+	// the aggregate holds a session per server, which stateless serving
+	// does not keep. GET and DELETE answer 405, and there is no legacy
+	// SSE, as on each server's own endpoint.
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	if opts.Stateless {
+		opts.Logger.Info("the aggregate endpoint is stateless (--stateless): it serves MCP 2026-07-28 requests only", "path", opts.Path)
 	}
 	bridgeOf := func(name string) *bridge.Bridge {
 		if mt := (*m.set.Load())[name]; mt != nil {
@@ -134,7 +143,7 @@ func (m *Mounts) newAggregate(o AggregateOptions) (*aggregateMount, error) {
 	r.Use(mx.middleware)
 	r.Group(func(r chi.Router) { h.mcpRoutes(r, resource) })
 	r.MethodNotAllowed(h.methodNotAllowed)
-	am := &aggregateMount{srv: srv, h: r, paths: map[string]bool{opts.Path: true}, path: opts.Path, auth: opts.Auth != nil, metrics: mx}
+	am := &aggregateMount{srv: srv, h: r, paths: map[string]bool{opts.Path: true}, path: opts.Path, auth: opts.Auth != nil, stateless: opts.Stateless, metrics: mx}
 	if opts.legacyOn() {
 		am.paths[opts.SSEPath], am.paths[opts.MessagePath] = true, true
 		am.sse, am.message = opts.SSEPath, opts.MessagePath
@@ -367,7 +376,7 @@ func (m *Mounts) aggregateView() *aggregateView {
 // webServer is the aggregate endpoint as the page's console and client
 // configurations offer it.
 func (am *aggregateMount) webServer() web.Server {
-	s := web.Server{Name: "aggregate", Path: am.path, Auth: am.auth}
+	s := web.Server{Name: "aggregate", Path: am.path, Auth: am.auth, Stateless: am.stateless}
 	if am.sse != "" {
 		s.Endpoints = append(s.Endpoints, web.Endpoint{Name: legacySSEName, Path: am.sse}, web.Endpoint{Name: legacyMessageName, Path: am.message})
 	}

@@ -35,6 +35,7 @@ func (ss *Session) sendOne(m *bridge.Message, jsonOnly bool) (bridge.Reader, boo
 		ss.table.Forget(r.ID)
 		return nil, false
 	}
+	ss.noteSubscription(r.Server, m.Method, r.Message)
 	rd, err := mb.conn.Send(msgs, jsonOnly)
 	if err != nil {
 		ss.table.Forget(r.ID)

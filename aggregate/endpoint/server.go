@@ -234,11 +234,15 @@ func (s *Server) Conn(id, owner string) (bridge.Conn, error) {
 	return ss, nil
 }
 
-// Stateless is not served: the aggregate's sessions hold a session per
-// server, which a request of its own would start and end every time.
+// Stateless refuses a 2025 request of stateless serving: a session of the
+// aggregate holds a session per server, which a request of its own would
+// start and end every time, for every server a list needs. Served
+// stateless, the aggregate takes 2026-07-28 requests only (modern.go),
+// which need no session.
 func (s *Server) Stateless(context.Context, *bridge.Message) (bridge.Conn, []byte, error) {
 	return nil, nil, &bridge.Error{Kind: bridge.KindInvalid, Code: bridge.CodeInvalidRequest,
-		Message: "the aggregate endpoint serves sessions only: start one with initialize"}
+		Message: "this aggregate endpoint is served stateless (--stateless with --aggregate): it takes MCP 2026-07-28 requests only, " +
+			"since a 2025 session of it holds a session per server; send protocol version 2026-07-28, or use a server's own endpoint, /servers/NAME/mcp"}
 }
 
 // Initialize starts a client session. No server's session starts here:

@@ -46,9 +46,11 @@ type Session struct {
 
 	mu       sync.Mutex
 	members  map[string]*member
-	level    []byte          // the last logging/setLevel params, for servers started later
-	leftOut  map[string]bool // servers a list left out: their start announces a change
+	level    []byte                     // the last logging/setLevel params, for servers started later
+	leftOut  map[string]bool            // servers a list left out: their start announces a change
+	subs     map[string]map[string]bool // the client's subscriptions, by server and its own URI (JSON), renewed on its new sessions
 	getOpen  bool
+	getGone  chan struct{} // closed as the open GET stream's reader lets go
 	lastSeen time.Time
 	inFlight int
 	ended    bool
@@ -61,6 +63,9 @@ type member struct {
 	ready  chan struct{} // closed once conn or err is set
 	conn   bridge.Conn
 	err    error
+	// revivals counts the starts anew of the server's session on the
+	// aggregate's own (revive), since the client's last request started it.
+	revivals int
 }
 
 func (m *member) started() bool {
@@ -159,29 +164,60 @@ func (ss *Session) Close() {
 // Open opens the session's GET stream: the servers' requests and
 // notifications that belong to no POST, and the announcements of list
 // changes.
-func (ss *Session) Open() (bridge.Reader, error) {
+func (ss *Session) Open() (bridge.Reader, error) { return ss.open("") }
+
+// Resume opens the session's GET stream again after the event last (a
+// Last-Event-ID): what the client missed of it first, from a log of the
+// stream's last events (outbox.rewind). The aggregate's POST streams
+// have no ids: a POST's answer lost with its connection is not resumed.
+func (ss *Session) Resume(last string) (bridge.Reader, error) { return ss.open(last) }
+
+// open opens the GET stream, from after the event last ("" for what
+// waits).
+func (ss *Session) open(last string) (bridge.Reader, error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	if ss.getOpen && last != "" {
+		// A resume comes as its client finds the connection broken,
+		// often before the server does: it waits a little for the old
+		// reader to let go, as a server's own session does.
+		gone := ss.getGone
+		ss.mu.Unlock()
+		t := time.NewTimer(resumeWait)
+		select {
+		case <-gone:
+		case <-t.C:
+		case <-ss.ctx.Done():
+		}
+		t.Stop()
+		ss.mu.Lock()
+	}
 	if ss.ended {
 		return nil, bridge.ErrSessionNotFound
 	}
 	if ss.getOpen {
 		return nil, bridge.ErrStreamConflict
 	}
+	if last != "" {
+		if err := ss.get.rewind(last); err != nil {
+			return nil, err
+		}
+	}
 	ss.getOpen = true
+	gone := make(chan struct{})
+	ss.getGone = gone
 	return &getReader{outbox: ss.get, release: func() {
 		ss.mu.Lock()
 		ss.getOpen = false
 		ss.lastSeen = ss.srv.o.Now()
 		ss.mu.Unlock()
+		close(gone)
 	}}, nil
 }
 
-// Resume: the aggregate's events have no ids to resume from.
-func (ss *Session) Resume(string) (bridge.Reader, error) {
-	return nil, &bridge.Error{Kind: bridge.KindGone, Code: bridge.CodeEventsGone,
-		Message: "the aggregate endpoint's streams cannot be resumed: open the GET stream again without Last-Event-ID"}
-}
+// resumeWait bounds how long a resume waits for the GET stream's old
+// reader to let go.
+const resumeWait = 2 * time.Second
 
 // Send forwards the client's messages: each request to the server it
 // names (or answered by the aggregate), the rest where the Table says.
@@ -382,6 +418,9 @@ func (ss *Session) member(ctx context.Context, server string) (*member, error) {
 		// failed, or its session ended (its child died): start anew.
 		m = nil
 	}
+	if m != nil {
+		m.revivals = 0 // the client uses it: a later end may revive it again
+	}
 	if m == nil {
 		m = &member{server: server, b: b, ready: make(chan struct{})}
 		ss.members[server] = m
@@ -402,6 +441,7 @@ func (ss *Session) member(ctx context.Context, server string) (*member, error) {
 // start starts m's session with the client's initialize params, then
 // reads its GET stream until it ends.
 func (ss *Session) start(m *member) {
+	restarted := m.b.ChildRestarted() // taken before the session starts, so no restart is missed
 	init := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":%s}`, ss.params)
 	msgs, _, err := bridge.ParseBody(init)
 	var conn bridge.Conn
@@ -420,6 +460,11 @@ func (ss *Session) start(m *member) {
 		conn = nil
 	}
 	m.conn, m.err = conn, err
+	if err == nil {
+		// Before the session is ready, so that no request of the
+		// client's overtakes its subscriptions.
+		ss.renew(m)
+	}
 	close(m.ready)
 	if err != nil {
 		ss.log.Warn("server of the aggregate did not start", "server", m.server, "err", err)
@@ -439,6 +484,11 @@ func (ss *Session) start(m *member) {
 	if level != nil {
 		_, _ = ss.call(ss.ctx, m, "logging/setLevel", level)
 	}
+	ss.mu.Lock()
+	if !ss.ended {
+		ss.spawnLocked(func() { ss.watchRestarts(m, restarted) })
+	}
+	ss.mu.Unlock()
 	ss.pumpGet(m)
 }
 
@@ -508,6 +558,7 @@ func (ss *Session) pumpGet(m *member) {
 	// second time).
 	ss.log.Info("server of the aggregate went down", "server", m.server)
 	ss.coal.Signal(aggregate.AllChanged)
+	ss.revive(m)
 }
 
 // fromServer routes a message of m's to the client: into box, the POST
@@ -560,6 +611,7 @@ func (ss *Session) forward(r aggregate.Route, clientID []byte, method string, bo
 		}
 		return
 	}
+	ss.noteSubscription(r.Server, method, r.Message)
 	msgs, _, err := bridge.ParseBody(r.Message)
 	if err != nil {
 		ss.table.Forget(r.ID)

@@ -228,9 +228,23 @@ func TestAggregateTSClient(t *testing.T) {
 // they carry), and reads a resource by its aggregate URI.
 func TestAggregateModernClient(t *testing.T) {
 	t.Parallel()
+	// Stateless too (--stateless): the endpoint takes 2026-07-28
+	// requests without sessions, sampling and elicitation included.
+	for _, flags := range [][]string{nil, {"--stateless"}} {
+		t.Run(strings.Join(append([]string{"flags"}, flags...), " "), func(t *testing.T) {
+			t.Parallel()
+			testAggregateModernClient(t, flags)
+		})
+	}
+}
+
+func testAggregateModernClient(t *testing.T, flags []string) {
 	file, _ := aggregateConfig(t, "")
-	p := startBridge(t, environWithout(envPrefix), "--config", file, "--stop-grace", "500ms", slowStarts, "30s")
+	p := startBridge(t, environWithout(envPrefix), append([]string{"--config", file, "--stop-grace", "500ms", slowStarts, "30s"}, flags...)...)
 	p.waitLog(`msg="the aggregate endpoint serves these servers as one"`)
+	if len(flags) > 0 {
+		p.waitLog(`msg="the aggregate endpoint is stateless (--stateless): it serves MCP 2026-07-28 requests only"`)
+	}
 	node := testpeers.Node(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*safetyNet)
 	defer cancel()

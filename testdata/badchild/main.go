@@ -171,7 +171,7 @@ func main() {
 	exitFirst := flag.String("exit-first", "", "if this file does not exist, create it and exit 3 on the first line read")
 	exitAtStart := flag.Bool("exit-at-start", false, "exit 3 at once")
 	neverInit := flag.Bool("never-init", false, "never answer initialize")
-	notifyAtInit := flag.String("notify-at-init", "", "send this notification once initialized, as a server that announces its lists as it starts")
+	notifyAtInit := flag.String("notify-at-init", "", "send this notification (METHOD, or METHOD PARAMS with {pid} in PARAMS replaced by the process id) once initialized, as a server that announces its lists as it starts")
 	askWhenIdle := flag.String("ask-when-idle", "", "send the client a request of this method on its own, right after the first tools/call is answered")
 	runs := flag.String("runs", "", "append the message of every echo call to this file, a line each: a record of the calls run that outlives the process")
 	toolPages := flag.Int("tool-pages", 1, "answer tools/list in this many pages, each with a nextCursor to the next")
@@ -359,7 +359,14 @@ func (s *server) handleNotification(m message) {
 		s.lifecycle = append(s.lifecycle, m.Method)
 		s.stateMu.Unlock()
 		if s.notifyAtInit != "" {
-			s.writeJSON(map[string]any{"jsonrpc": "2.0", "method": s.notifyAtInit})
+			// "METHOD" or "METHOD PARAMS", PARAMS a JSON object in which
+			// {pid} is this process's id (which child sent it).
+			method, params, _ := strings.Cut(s.notifyAtInit, " ")
+			n := map[string]any{"jsonrpc": "2.0", "method": method}
+			if params != "" {
+				n["params"] = json.RawMessage(strings.ReplaceAll(params, "{pid}", strconv.Itoa(selfPid())))
+			}
+			s.writeJSON(n)
 		}
 		return
 	}
