@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -114,6 +115,16 @@ func (m *Mounts) newAggregate(o AggregateOptions) (*aggregateMount, error) {
 	srv := endpoint.New(endpoint.Options{
 		Names: o.Names, Bridge: bridgeOf, ListTimeout: o.ListTimeout, IdleTimeout: o.IdleTimeout, Logger: opts.Logger.With("endpoint", "aggregate"),
 		Private: opts.Auth != nil,
+		Listed: func(server, method string, res json.RawMessage) {
+			if method != "tools/list" {
+				return
+			}
+			if mt := (*m.set.Load())[server]; mt != nil {
+				if c := mt.opts.Approval.Catalog(); c != nil {
+					c.Learn(res)
+				}
+			}
+		},
 		Allowed: func(ctx context.Context) func(string) bool {
 			pr, _ := auth.FromContext(ctx)
 			return m.aggregateFilter(srvNames(m), pr)

@@ -533,3 +533,43 @@ func TestAggregateApproval(t *testing.T) {
 		t.Errorf("%d approvals requested, want 3", seen)
 	}
 }
+
+// TestAggregateCatalog: the tools/list the aggregate reads of a trusted
+// server teaches that server's approval rules its tools' annotations, as
+// its own endpoint's lists do: before it, a rule naming a hint holds
+// every call its glob matches; after it, a tool the server says is
+// read-only is spared, and one it says nothing of is still held.
+func TestAggregateCatalog(t *testing.T) {
+	t.Parallel()
+	m, srv := newMounts(t)
+	engine := approval.New(approval.Options{Logger: testLogger(t)})
+	t.Cleanup(engine.Close)
+	a := mountSpec(t, "a", "1")
+	a.HTTP.Approval = approval.NewPolicy("a", []approval.Rule{mustApprovalRule("*=echo*@destructiveHint")}, true)
+	a.HTTP.Approvals = engine
+	if _, err := m.Apply([]httpapi.MountSpec{a}); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := aggregate.NewNames([]aggregate.Member{{Name: "a"}})
+	if err := m.ServeAggregate(httpapi.AggregateOptions{Names: names, HTTP: httpapi.Options{LoopbackOnly: true, Logger: testLogger(t)}}); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, srv: srv, url: srv.URL + "/mcp", client: srv.Client()}
+	sid := e.initialize("2025-11-25")
+	held := func(tool string) bool {
+		t.Helper()
+		_, msgs := e.call(sid, 2, tool, map[string]any{"message": "c"})
+		got, isErr := isErrorText(msgs[0])
+		return isErr && strings.Contains(got, "needs a human's approval")
+	}
+	if !held("a__echo_count") {
+		t.Error("a__echo_count ran before its server described it")
+	}
+	readMessages(t, e.do(req{sid: sid, body: `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`}))
+	if held("a__echo_count") {
+		t.Error("a__echo_count, which its trusted server says is read-only, is still held after the aggregate's tools/list")
+	}
+	if !held("a__echo") {
+		t.Error("a__echo, which says nothing (destructive by default), ran")
+	}
+}

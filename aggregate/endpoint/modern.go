@@ -228,7 +228,11 @@ func (s *Server) modernList(ctx context.Context, names *aggregate.Names, req bri
 	m := &req.Message
 	t := aggregate.NewTable(names, aggregate.TableOptions{Stats: s.o.Stats})
 	cat := aggregate.NewCatalog(names, aggregate.ListerFunc(func(ctx context.Context, server, method, cursor string) (json.RawMessage, error) {
-		return s.ask(ctx, t, req, server, method, metaParams(m, cursor))
+		res, err := s.ask(ctx, t, req, server, method, metaParams(m, cursor))
+		if err == nil {
+			s.listed(server, method, res)
+		}
+		return res, err
 	}), aggregate.CatalogOptions{ListTimeout: s.o.ListTimeout, CursorKey: s.o.CursorKey, Logger: s.o.Logger, Stats: s.o.Stats})
 	var cursor string
 	if raw := m.Param("cursor"); raw != nil {
@@ -247,6 +251,13 @@ func (s *Server) modernList(ctx context.Context, names *aggregate.Names, req bri
 	}
 	s.noteProblems(m.Method, res.Problems)
 	return answeredCall(result(m.ID(), withResultType(res.Result)))
+}
+
+// listed gives Options.Listed a page a server answered.
+func (s *Server) listed(server, method string, res json.RawMessage) {
+	if s.o.Listed != nil {
+		s.o.Listed(server, method, res)
+	}
 }
 
 // withResultType marks a result complete, as every 2026-07-28 result

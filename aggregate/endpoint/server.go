@@ -51,6 +51,12 @@ type Options struct {
 	Hub *aggregate.Hub
 	// Stats count what the catalog and tables see; default its own.
 	Stats *aggregate.Stats
+	// Listed, if set, is given each page of a list a server answered the
+	// aggregate (its result object, in the server's own names), in
+	// either era: httpapi teaches the server's approval catalog its
+	// tools' annotations from them, as it does from the lists its own
+	// endpoint relays.
+	Listed func(server, method string, result json.RawMessage)
 	// Logger is the logger. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock of idle expiry. Default time.Now.

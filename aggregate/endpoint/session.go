@@ -666,7 +666,11 @@ func (ss *Session) list(ctx context.Context, server, method, cursor string) (jso
 	if cursor != "" {
 		params = fmt.Appendf(nil, `{"cursor":%s}`, strconv.Quote(cursor))
 	}
-	return ss.call(ctx, m, method, params)
+	res, err := ss.call(ctx, m, method, params)
+	if err == nil {
+		ss.srv.listed(server, method, res)
+	}
+	return res, err
 }
 
 // call sends a request of the aggregate's own to m and waits for its
