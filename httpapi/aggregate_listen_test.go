@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-bridge/mcp-bridge/httpapi"
 )
@@ -158,5 +162,113 @@ func notifyThrough(t *testing.T, e *env, id int, tool, method, params string) {
 	msgs := readMessages(t, resp)
 	if len(msgs) != 1 || msgs[0]["result"] == nil {
 		t.Fatalf("%s %s: %v", tool, method, msgs)
+	}
+}
+
+// TestAggregateListenGoSDK: the Go SDK's client, unpinned, negotiates
+// 2026-07-28 with the aggregate and opens its listen for tool list
+// changes at connect; each server's tools/list_changed reaches it. (The
+// client does not wait for the acknowledgement, so a change is announced
+// until one arrives: one sent before the listen is up is not the
+// listen's.)
+func TestAggregateListenGoSDK(t *testing.T) {
+	t.Parallel()
+	m, srv := newMounts(t)
+	serveAggregate(t, m, httpapi.AggregateOptions{}, mountSpec(t, "a", "1"), mountSpec(t, "b", "1"))
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second) // a safety net
+	defer cancel()
+	changed := make(chan struct{}, 1024)
+	cs := connectAggregate(t, ctx, srv, &mcp.ClientOptions{ToolListChangedHandler: onToolsChanged(changed)}, "")
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %q, want 2026-07-28", v)
+	}
+	for _, server := range []string{"a", "b"} {
+		for len(changed) > 0 {
+			<-changed
+		}
+		for got := false; !got; {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: server + "__notify", Arguments: map[string]any{"method": "notifications/tools/list_changed", "params": map[string]any{}}})
+			if err != nil || res.IsError {
+				t.Fatalf("%s__notify: %v %v", server, res, err)
+			}
+			select {
+			case <-changed:
+				got = true
+			default:
+				if ctx.Err() != nil {
+					t.Fatalf("no tools/list_changed of %s reached the client", server)
+				}
+			}
+		}
+	}
+}
+
+// TestAggregateListenServerDown: a server that never starts (it never
+// answers initialize) or dies at once is left out of a listen, within
+// the list timeout (long enough for the others to start on a loaded
+// machine), and the others listen.
+func TestAggregateListenServerDown(t *testing.T) {
+	t.Parallel()
+	m, srv := newMounts(t)
+	bin := mountSpec(t, "x", "1").Bridge.Command[0]
+	serveAggregate(t, m, httpapi.AggregateOptions{ListTimeout: 5 * time.Second}, mountSpec(t, "a", "1"),
+		mountSpec(t, "hangs", "1", bin, "-never-init"), mountSpec(t, "dies", "1", bin, "-exit-at-start"))
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second) // a safety net
+	defer cancel()
+	e := &env{t: t, srv: srv, url: srv.URL + "/mcp", client: srv.Client()}
+	resp, err := modernPost(ctx, e, 3, "subscriptions/listen", "", `"notifications":{"toolsListChanged":true},`, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sr := newMessages(t, resp)
+	ack := sr.next()
+	params, _ := ack["params"].(map[string]any)
+	if honored, _ := json.Marshal(params["notifications"]); ack["method"] != "notifications/subscriptions/acknowledged" || string(honored) != `{"toolsListChanged":true}` {
+		t.Fatalf("first message %v, want the acknowledgement of tools", ack)
+	}
+	notifyThrough(t, e, 4, "a__notify", "notifications/tools/list_changed", "")
+	if msg := sr.next(); msg["method"] != "notifications/tools/list_changed" || subscriptionID(msg) != "3" {
+		t.Fatalf("got %v, want a's tools/list_changed", msg)
+	}
+}
+
+// TestAggregateListenLateServer: a server still starting when the
+// client's acknowledgement goes (its child answers initialize only once
+// the test lets it) joins the listen once it is up: the client is told
+// its tools may have changed, then gets the server's own changes, but no
+// update of a resource its acknowledgement did not promise.
+func TestAggregateListenLateServer(t *testing.T) {
+	t.Parallel()
+	m, srv := newMounts(t)
+	gate := filepath.Join(t.TempDir(), "gate")
+	bin := mountSpec(t, "x", "1").Bridge.Command[0]
+	serveAggregate(t, m, httpapi.AggregateOptions{ListTimeout: 200 * time.Millisecond}, mountSpec(t, "a", "1"),
+		mountSpec(t, "late", "1", bin, "-init-gate", gate))
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second) // a safety net
+	defer cancel()
+	e := &env{t: t, srv: srv, url: srv.URL + "/mcp", client: srv.Client()}
+	resp, err := modernPost(ctx, e, 5, "subscriptions/listen", "",
+		`"notifications":{"toolsListChanged":true,"resourceSubscriptions":["mcp-bridge://a/test://a","mcp-bridge://late/test://a"]},`, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sr := newMessages(t, resp)
+	ack := sr.next()
+	params, _ := ack["params"].(map[string]any)
+	if honored, _ := json.Marshal(params["notifications"]); string(honored) != `{"resourceSubscriptions":["mcp-bridge://a/test://a"],"toolsListChanged":true}` {
+		t.Fatalf("first message %v, want the acknowledgement of a alone", ack)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if msg := sr.next(); msg["method"] != "notifications/tools/list_changed" || subscriptionID(msg) != "5" {
+		t.Fatalf("got %v, want tools/list_changed as the late server joins", msg)
+	}
+	notifyThrough(t, e, 6, "late__notify", "notifications/resources/updated", `{"uri":"test://a"}`)
+	notifyThrough(t, e, 7, "late__notify", "notifications/tools/list_changed", "")
+	if msg := sr.next(); msg["method"] != "notifications/tools/list_changed" || subscriptionID(msg) != "5" {
+		t.Fatalf("got %v, want the late server's tools/list_changed", msg)
 	}
 }

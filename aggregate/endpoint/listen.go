@@ -1,8 +1,10 @@
 package endpoint
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,6 +35,9 @@ type listenWant struct {
 func (w listenWant) lists() bool {
 	return w.ToolsListChanged || w.PromptsListChanged || w.ResourcesListChanged
 }
+
+// any reports whether w asks for (or honours) anything.
+func (w listenWant) any() bool { return w.lists() || len(w.ResourceSubscriptions) > 0 }
 
 // perServer splits a client's listen by server: the list changes go to
 // every server, each URI to the server it names, as that server names it.
@@ -96,46 +101,25 @@ func (s *Server) listen(ctx context.Context, names *aggregate.Names, req bridge.
 		return answeredCall(errorBody(&bridge.Error{Code: bridge.CodeInvalidParams,
 			Message: "Invalid params: subscriptions/listen needs params.notifications, an object"}, id))
 	}
-	var meta json.RawMessage
-	if raw := m.Param("_meta"); raw != nil {
-		meta = raw
-	}
-	t := aggregate.NewTable(names, aggregate.TableOptions{Stats: s.o.Stats})
 	// The servers' listens outlive the POST's handler only as long as the
 	// transport reads the call: Close cancels them.
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c := &listenCall{outbox: newStream(), cancel: cancel, done: make(chan struct{})}
 	plan := perServer(names, want)
-	acks := make(chan serverListen, len(plan))
-	start := make(chan struct{})
+	l := &fanListen{s: s, t: aggregate.NewTable(names, aggregate.TableOptions{Stats: s.o.Stats}), req: req, meta: m.Param("_meta"),
+		id: id, box: c.outbox, acks: make(chan serverListen, len(plan)), start: make(chan struct{}), counted: map[string]bool{}}
 	var wg sync.WaitGroup
 	for server, sw := range plan {
-		wg.Go(func() {
-			s.listenOne(lctx, t, req, meta, server, sw, id, acks, start, c.outbox)
-		})
+		wg.Go(func() { l.listenOne(lctx, server, sw) })
 	}
 	go func() {
 		defer close(c.done)
 		defer cancel()
-		honored := listenWant{}
-		for range plan {
-			a := <-acks
-			if a.honored == nil {
-				continue
-			}
-			h := a.honored
-			honored.ToolsListChanged = honored.ToolsListChanged || h.ToolsListChanged
-			honored.PromptsListChanged = honored.PromptsListChanged || h.PromptsListChanged
-			honored.ResourcesListChanged = honored.ResourcesListChanged || h.ResourcesListChanged
-			for _, uri := range h.ResourceSubscriptions {
-				honored.ResourceSubscriptions = append(honored.ResourceSubscriptions, names.ExposeURI(a.server, uri))
-			}
-		}
-		c.outbox.push(listenAck(id, honored), false)
-		if !honored.lists() && len(honored.ResourceSubscriptions) == 0 {
+		l.acknowledge(lctx, names, len(plan))
+		if !l.acked.any() {
 			cancel() // nothing to listen for: it ends at once, as on a server's own endpoint
 		}
-		close(start)
+		close(l.start)
 		wg.Wait()
 		// Every server's listen ended (or the client let go, and this
 		// goes nowhere): the client's ends, as a server's own does.
@@ -145,69 +129,123 @@ func (s *Server) listen(ctx context.Context, names *aggregate.Names, req bridge.
 	return c
 }
 
+// fanListen is one client's listen over its servers'.
+type fanListen struct {
+	s    *Server
+	t    *aggregate.Table
+	req  bridge.ModernRequest
+	meta json.RawMessage // the client's _meta, which each server's listen carries
+	id   []byte          // the client's listen id
+	box  *outbox
+	acks chan serverListen
+	// start is closed once the client's acknowledgement is out; acked
+	// (what it says, URIs exposed) and counted (the servers in it) are
+	// written before, and only read after.
+	start   chan struct{}
+	acked   listenWant
+	counted map[string]bool
+}
+
+// acknowledge gives the client its acknowledgement: what the servers
+// that acknowledged within ListTimeout honour, or, if none of them
+// honours anything by then, what the first one to honour something does
+// (a cold start of every server must not end the listen). A server still
+// starting then joins later (listenOne).
+func (l *fanListen) acknowledge(ctx context.Context, names *aggregate.Names, servers int) {
+	timer := time.NewTimer(l.s.o.ListTimeout)
+	defer timer.Stop()
+	timeout := timer.C
+	for n := 0; n < servers; {
+		var a serverListen
+		select {
+		case a = <-l.acks:
+			n++
+		case <-timeout:
+			if l.acked.any() {
+				l.box.push(listenAck(l.id, l.acked), false)
+				return
+			}
+			timeout = nil
+			continue
+		case <-ctx.Done():
+			return // the client let go
+		}
+		l.counted[a.server] = true
+		if h := a.honored; h != nil {
+			l.acked.ToolsListChanged = l.acked.ToolsListChanged || h.ToolsListChanged
+			l.acked.PromptsListChanged = l.acked.PromptsListChanged || h.PromptsListChanged
+			l.acked.ResourcesListChanged = l.acked.ResourcesListChanged || h.ResourcesListChanged
+			for _, uri := range h.ResourceSubscriptions {
+				l.acked.ResourceSubscriptions = append(l.acked.ResourceSubscriptions, names.ExposeURI(a.server, uri))
+			}
+		}
+		if timeout == nil && l.acked.any() {
+			break
+		}
+	}
+	l.box.push(listenAck(l.id, l.acked), false)
+}
+
 // listenOne is server's part of a listen: it opens the server's listen
 // for sw, reports its acknowledgement on acks (once, whatever happens),
-// then, once start is closed, passes its notifications to box until the
-// server's listen ends or ctx does.
-func (s *Server) listenOne(ctx context.Context, t *aggregate.Table, req bridge.ModernRequest, meta json.RawMessage,
-	server string, sw listenWant, clientID []byte, acks chan<- serverListen, start <-chan struct{}, box *outbox) {
+// then, once the client's acknowledgement is out, passes on its
+// notifications until the server's listen ends or ctx does. A server
+// that acknowledges too late for the client's acknowledgement (its child
+// was slow to start) joins then: the client is told the lists it
+// listens to may have changed, as a list that left a starting server out
+// is, and gets from it what its acknowledgement promised.
+func (l *fanListen) listenOne(ctx context.Context, server string, sw listenWant) {
+	log := l.s.o.Logger
 	reported := false
 	report := func(h *listenWant) {
 		if !reported {
 			reported = true
-			acks <- serverListen{server: server, honored: h}
+			l.acks <- serverListen{server: server, honored: h}
 		}
 	}
 	defer report(nil)
-	b := s.o.Bridge(server)
+	b := l.s.o.Bridge(server)
 	if b == nil {
-		s.o.Logger.Warn("server left out of a subscriptions/listen: not served", "server", server)
+		log.Warn("server left out of a subscriptions/listen: not served", "server", server)
 		return
 	}
 	p := map[string]any{"notifications": sw}
-	if meta != nil {
-		p["_meta"] = meta
+	if l.meta != nil {
+		p["_meta"] = l.meta
 	}
 	params, _ := json.Marshal(p)
-	sid, msg := t.Call(server, "subscriptions/listen", params)
-	defer t.Forget(sid)
+	sid, msg := l.t.Call(server, "subscriptions/listen", params)
+	defer l.t.Forget(sid)
 	msgs, _, err := bridge.ParseBody(msg)
 	if err != nil {
 		return
 	}
-	// Its acknowledgement, within ListTimeout: a server whose child is
-	// slow to start must not hold the others' back.
-	deadline := time.NewTimer(s.o.ListTimeout)
-	defer deadline.Stop()
-	startCtx, stop := context.WithTimeout(ctx, s.o.ListTimeout)
-	call, err := b.Modern(startCtx, bridge.ModernRequest{Message: msgs[0], Headers: modernHeaders(req.Headers, "subscriptions/listen"),
-		Owner: req.Owner, Env: req.Env, Private: req.Private})
-	stop()
+	// No deadline of its own: a server slow to start joins late, and one
+	// that never starts ends with its bridge's init timeout, the
+	// client's going, or the bridge's shutdown.
+	call, err := b.Modern(ctx, bridge.ModernRequest{Message: msgs[0], Headers: modernHeaders(l.req.Headers, "subscriptions/listen"),
+		Owner: l.req.Owner, Env: l.req.Env, Private: l.req.Private})
 	if err != nil || call == nil {
-		s.o.Logger.Warn("server left out of a subscriptions/listen", "server", server, "err", err)
+		log.Warn("server left out of a subscriptions/listen", "server", server, "err", err)
 		return
 	}
 	defer call.Close()
 	call.Begin(bridge.ServeOptions{Plain: true}) // an error after this is the stream's final message
+	var honored listenWant
 	var pending [][]byte
 	var buf []bridge.Event
 	for !reported {
-		evs, final, err := call.Next(ctx, deadline.C, buf[:0])
+		evs, final, err := call.Next(ctx, nil, buf[:0])
 		buf = evs
 		if err != nil {
 			return
 		}
-		if len(evs) == 0 && !final {
-			s.o.Logger.Warn("server left out of a subscriptions/listen: no acknowledgement in time", "server", server)
-			return
-		}
 		for _, ev := range evs {
 			if h, ok := ackOf(ev.Data); ok && !reported {
+				honored = h
 				report(&h)
-				continue
-			}
-			if out := s.listenNotification(t, server, ev.Data, clientID); out != nil {
-				pending = append(pending, out)
+			} else if ev.Data != nil {
+				pending = append(pending, bytes.Clone(ev.Data))
 			}
 		}
 		if final {
@@ -215,12 +253,29 @@ func (s *Server) listenOne(ctx context.Context, t *aggregate.Table, req bridge.M
 		}
 	}
 	select {
-	case <-start:
+	case <-l.start:
 	case <-ctx.Done():
 		return
 	}
+	if !l.counted[server] {
+		log.Info("a server joined a subscriptions/listen late (it was starting)", "server", server)
+		for _, ch := range []struct {
+			on     bool
+			method string
+		}{
+			{honored.ToolsListChanged && l.acked.ToolsListChanged, "notifications/tools/list_changed"},
+			{honored.PromptsListChanged && l.acked.PromptsListChanged, "notifications/prompts/list_changed"},
+			{honored.ResourcesListChanged && l.acked.ResourcesListChanged, "notifications/resources/list_changed"},
+		} {
+			if ch.on {
+				l.box.push(stamped([]byte(`{"jsonrpc":"2.0","method":"`+ch.method+`"}`), l.id), false)
+			}
+		}
+	}
 	for _, msg := range pending {
-		box.push(msg, false)
+		if out := l.notification(server, msg); out != nil {
+			l.box.push(out, false)
+		}
 	}
 	for {
 		evs, final, err := call.Next(ctx, nil, buf[:0])
@@ -229,12 +284,12 @@ func (s *Server) listenOne(ctx context.Context, t *aggregate.Table, req bridge.M
 			return
 		}
 		for _, ev := range evs {
-			if out := s.listenNotification(t, server, ev.Data, clientID); out != nil {
-				box.push(out, false)
+			if out := l.notification(server, ev.Data); out != nil {
+				l.box.push(out, false)
 			}
 		}
 		if final {
-			s.o.Logger.Info("a server's subscriptions/listen ended; the others listen on", "server", server)
+			log.Info("a server's subscriptions/listen ended; the others listen on", "server", server)
 			return
 		}
 	}
@@ -254,11 +309,12 @@ func ackOf(msg []byte) (listenWant, bool) {
 	return m.Params.Notifications, true
 }
 
-// listenNotification is a server's listen message as the client's listen
+// notification is a server's listen message as the client's listen
 // passes it on, nil for none: a list change or a resource's update (its
-// URI exposed), stamped with the client's listen id. The server's own
-// completion result ends only its part, and is not passed on.
-func (s *Server) listenNotification(t *aggregate.Table, server string, msg, clientID []byte) []byte {
+// URI exposed) that the client's acknowledgement promised, stamped with
+// the client's listen id. The server's own completion result ends only
+// its part, and is not passed on.
+func (l *fanListen) notification(server string, msg []byte) []byte {
 	if msg == nil {
 		return nil
 	}
@@ -268,19 +324,39 @@ func (s *Server) listenNotification(t *aggregate.Table, server string, msg, clie
 	if json.Unmarshal(msg, &head) != nil {
 		return nil
 	}
+	a := &l.acked
 	switch head.Method {
-	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
+	case "notifications/tools/list_changed":
+		if !a.ToolsListChanged {
+			return nil
+		}
+	case "notifications/prompts/list_changed":
+		if !a.PromptsListChanged {
+			return nil
+		}
+	case "notifications/resources/list_changed":
+		if !a.ResourcesListChanged {
+			return nil
+		}
 	case "notifications/resources/updated":
-		d, err := t.FromServer(server, msg)
+		d, err := l.t.FromServer(server, msg)
 		if err != nil || d.Dest != aggregate.ToClient {
-			s.o.Logger.Debug("server's resource update dropped", "server", server, "err", err)
+			l.s.o.Logger.Debug("server's resource update dropped", "server", server, "err", err)
+			return nil
+		}
+		var u struct {
+			Params struct {
+				URI string `json:"uri"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(d.Message, &u) != nil || !slices.Contains(a.ResourceSubscriptions, u.Params.URI) {
 			return nil
 		}
 		msg = d.Message
 	default:
 		return nil
 	}
-	return stamped(msg, clientID)
+	return stamped(msg, l.id)
 }
 
 // stamped is the notification msg with params._meta's subscription id

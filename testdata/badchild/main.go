@@ -152,6 +152,7 @@ type server struct {
 	runs          string // -runs
 	hangLists     bool   // -hang-lists
 	headerParam   string // -header-param
+	initGate      string // -init-gate
 	askOnce       sync.Once
 	askedWhenIdle string
 }
@@ -177,6 +178,7 @@ func main() {
 	runs := flag.String("runs", "", "append the message of every echo call to this file, a line each: a record of the calls run that outlives the process")
 	toolPages := flag.Int("tool-pages", 1, "answer tools/list in this many pages, each with a nextCursor to the next")
 	hangLists := flag.Bool("hang-lists", false, "never answer tools/list, prompts/list, resources/list or resources/templates/list")
+	initGate := flag.String("init-gate", "", "answer initialize only once this file exists: a server slow to start, for as long as a test wants")
 	headerParam := flag.String("header-param", "", "list echo's message with this x-mcp-header, which 2026-07-28 clients mirror into Mcp-Param-{it}")
 	flag.Parse()
 
@@ -213,6 +215,7 @@ func main() {
 		runs:         *runs,
 		hangLists:    *hangLists,
 		headerParam:  *headerParam,
+		initGate:     *initGate,
 	}
 	if *banner {
 		s.writeLine([]byte("badchild: starting up (this line is not JSON)"))
@@ -265,6 +268,18 @@ func (s *server) handle(line []byte, exitAfterInit bool) {
 		s.lifecycle = append(s.lifecycle, m.Method+" "+string(m.Params))
 		s.stateMu.Unlock()
 		if s.neverInit {
+			return
+		}
+		if s.initGate != "" {
+			go func() {
+				for {
+					if _, err := os.Stat(s.initGate); err == nil {
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				s.initialize(m)
+			}()
 			return
 		}
 		s.initialize(m)
