@@ -94,8 +94,10 @@ func TestAggregateListen(t *testing.T) {
 	}
 }
 
-// TestAggregateListenEnds: the client's listen ends with its completion
-// result when every server's listen has ended (their bridges stop).
+// TestAggregateListenEnds: a listen without params.notifications, an
+// object, is refused with -32602; the client's listen ends with its
+// completion result when every server's listen has ended (their bridges
+// stop).
 func TestAggregateListenEnds(t *testing.T) {
 	t.Parallel()
 	m, srv := newMounts(t)
@@ -103,6 +105,16 @@ func TestAggregateListenEnds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second) // a safety net
 	defer cancel()
 	e := &env{t: t, srv: srv, url: srv.URL + "/mcp", client: srv.Client()}
+	for _, bad := range []string{``, `"notifications":[],`, `"notifications":{"resourceSubscriptions":"x"},`} {
+		resp, err := modernPost(ctx, e, 6, "subscriptions/listen", "", bad, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs := readMessages(t, resp)
+		if len(msgs) != 1 || !strings.Contains(fmt.Sprint(msgs[0]["error"]), "-32602") {
+			t.Errorf("a listen with params %q: %v, want -32602", bad, msgs)
+		}
+	}
 	resp, err := modernPost(ctx, e, 7, "subscriptions/listen", "", `"notifications":{"toolsListChanged":true},`, "")
 	if err != nil {
 		t.Fatal(err)

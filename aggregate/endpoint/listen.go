@@ -85,7 +85,7 @@ func (c *listenCall) Close() {
 }
 
 // serverListen is one server's acknowledgement: what it honours (nil:
-// nothing, or it is down, or it missed ListTimeout).
+// nothing, or it is down).
 type serverListen struct {
 	server  string
 	honored *listenWant
@@ -94,7 +94,7 @@ type serverListen struct {
 // listen serves a client's subscriptions/listen.
 func (s *Server) listen(ctx context.Context, names *aggregate.Names, req bridge.ModernRequest) bridge.Call {
 	m := &req.Message
-	id := m.ID()
+	id := bytes.Clone(m.ID()) // the listen outlives this call
 	raw := m.Param("notifications")
 	var want listenWant
 	if raw == nil || raw[0] != '{' || json.Unmarshal(raw, &want) != nil {
@@ -106,7 +106,7 @@ func (s *Server) listen(ctx context.Context, names *aggregate.Names, req bridge.
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c := &listenCall{outbox: newStream(), cancel: cancel, done: make(chan struct{})}
 	plan := perServer(names, want)
-	l := &fanListen{s: s, t: aggregate.NewTable(names, aggregate.TableOptions{Stats: s.o.Stats}), req: req, meta: m.Param("_meta"),
+	l := &fanListen{s: s, t: aggregate.NewTable(names, aggregate.TableOptions{Stats: s.o.Stats}), req: req, meta: bytes.Clone(m.Param("_meta")),
 		id: id, box: c.outbox, acks: make(chan serverListen, len(plan)), start: make(chan struct{}), counted: map[string]bool{}}
 	var wg sync.WaitGroup
 	for server, sw := range plan {
