@@ -33,8 +33,7 @@ func (s *Server) Modern(ctx context.Context, req bridge.ModernRequest) (bridge.C
 	case aggregate.IsList(m.Method):
 		return s.modernList(ctx, names, req), nil
 	case m.Method == "subscriptions/listen":
-		return nil, &bridge.Error{Kind: bridge.KindInvalid, Code: bridge.CodeMethodNotFound, ID: m.ID(),
-			Message: "Method not found: subscriptions/listen is not served on the aggregate endpoint yet; use a server's own endpoint (/servers/NAME/mcp)"}
+		return s.listen(ctx, names, req), nil
 	}
 	t := s.modern
 	r, err := t.FromClient(m.Raw)

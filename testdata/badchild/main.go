@@ -151,6 +151,8 @@ type server struct {
 	toolPages     int    // -tool-pages
 	runs          string // -runs
 	hangLists     bool   // -hang-lists
+	headerParam   string // -header-param
+	initGate      string // -init-gate
 	askOnce       sync.Once
 	askedWhenIdle string
 }
@@ -176,6 +178,8 @@ func main() {
 	runs := flag.String("runs", "", "append the message of every echo call to this file, a line each: a record of the calls run that outlives the process")
 	toolPages := flag.Int("tool-pages", 1, "answer tools/list in this many pages, each with a nextCursor to the next")
 	hangLists := flag.Bool("hang-lists", false, "never answer tools/list, prompts/list, resources/list or resources/templates/list")
+	initGate := flag.String("init-gate", "", "answer initialize only once this file exists: a server slow to start, for as long as a test wants")
+	headerParam := flag.String("header-param", "", "list echo's message with this x-mcp-header, which 2026-07-28 clients mirror into Mcp-Param-{it}")
 	flag.Parse()
 
 	if *exitFirst != "" {
@@ -210,6 +214,8 @@ func main() {
 		toolPages:    max(*toolPages, 1),
 		runs:         *runs,
 		hangLists:    *hangLists,
+		headerParam:  *headerParam,
+		initGate:     *initGate,
 	}
 	if *banner {
 		s.writeLine([]byte("badchild: starting up (this line is not JSON)"))
@@ -264,6 +270,18 @@ func (s *server) handle(line []byte, exitAfterInit bool) {
 		if s.neverInit {
 			return
 		}
+		if s.initGate != "" {
+			go func() {
+				for {
+					if _, err := os.Stat(s.initGate); err == nil {
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				s.initialize(m)
+			}()
+			return
+		}
 		s.initialize(m)
 		if exitAfterInit {
 			os.Exit(3)
@@ -310,6 +328,10 @@ func (s *server) listTools(m message) {
 	}
 	_ = json.Unmarshal(m.Params, &p)
 	tools := toolList()
+	if s.headerParam != "" {
+		echo := tools[0].(map[string]any)["inputSchema"].(map[string]any)["properties"].(map[string]any)["message"].(map[string]any)
+		echo["x-mcp-header"] = s.headerParam
+	}
 	page := 1
 	if p.Cursor != nil {
 		if _, err := fmt.Sscanf(*p.Cursor, "page-%d", &page); err != nil || page < 2 || page > s.toolPages || *p.Cursor != fmt.Sprintf("page-%d", page) {
