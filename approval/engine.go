@@ -279,15 +279,20 @@ type record struct {
 	expires   time.Time
 	question  Question
 
-	state    state
-	taken    bool          // approved and run: spent
-	done     chan struct{} // closed once decided (approved, denied) or expired
-	isDone   bool
-	stop     func() bool // the expiry timer
-	waiters  int         // Decide calls waiting on it now
-	asking   bool        // a Decide's Ask is under way
-	offered  bool        // the question went to a caller who answers later
-	asked    bool        // the caller was asked, at least once
+	state   state
+	taken   bool          // approved and run: spent
+	done    chan struct{} // closed once decided (approved, denied) or expired
+	isDone  bool
+	stop    func() bool // the expiry timer
+	waiters int         // Decide calls waiting on it now
+	asking  bool        // a Decide's Ask is under way
+	// askFreed is closed when the Decide that asks stops asking without
+	// an answer (its caller left, or could not be asked): a waiter that
+	// could ask then asks in its place (a retry that came while the
+	// first was still being withdrawn).
+	askFreed chan struct{}
+	offered  bool // the question went to a caller who answers later
+	asked    bool // the caller was asked, at least once
 	channel  Channel
 	approver string
 	reason   string
@@ -394,22 +399,66 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Outcome, error) {
 	if e.onWait != nil {
 		e.onWait(rec.id)
 	}
-	var asked chan askResult
-	if req.Ask != nil && caller && !rec.asking {
-		rec.asking, rec.asked = true, true
-		asked = make(chan askResult, 1)
-		askCtx, cancel := context.WithCancel(ctx)
-		askDone := make(chan struct{})
-		q := rec.question
-		go func() {
-			defer close(askDone)
-			res, err := req.Ask(askCtx, q)
-			asked <- askResult{res, err}
-		}()
-		defer func() { cancel(); <-askDone }()
+	a := &asker{ctx: ctx, req: req, can: req.Ask != nil && caller}
+	defer a.stop()
+	if a.can && !rec.asking {
+		a.askLocked(rec)
 	}
 	e.unlockAndEmit(evs)
-	return e.wait(ctx, req, rec, asked, start)
+	return e.wait(ctx, req, rec, a, start)
+}
+
+// asker is one Decide's asking of its caller: at most one Decide of an
+// approval asks at a time; one that can, and is not, asks when the one
+// that is stops without an answer.
+type asker struct {
+	ctx   context.Context
+	req   Request
+	can   bool           // its caller can be asked
+	asked chan askResult // its Ask's result; nil when it is not asking
+	stops []func()       // each Ask goroutine's end, which stop waits for
+}
+
+// askLocked starts asking the caller about rec, on a goroutine that stop
+// ends (its context cancelled) and waits for.
+func (a *asker) askLocked(rec *record) {
+	rec.asking, rec.asked = true, true
+	rec.askFreed = make(chan struct{})
+	a.asked = make(chan askResult, 1)
+	askCtx, cancel := context.WithCancel(a.ctx)
+	askDone := make(chan struct{})
+	q, ask, out := rec.question, a.req.Ask, a.asked
+	go func() {
+		defer close(askDone)
+		res, err := ask(askCtx, q)
+		out <- askResult{res, err}
+	}()
+	a.stops = append(a.stops, func() { cancel(); <-askDone })
+}
+
+func (a *asker) stop() {
+	for _, f := range a.stops {
+		f()
+	}
+}
+
+// freedLocked is what a waiter that could ask, and is not asking, waits
+// on to ask in place of the one that is: nil when it cannot or need not.
+func (a *asker) freedLocked(rec *record) <-chan struct{} {
+	if !a.can || a.asked != nil || !rec.asking {
+		return nil
+	}
+	return rec.askFreed
+}
+
+// freeAskLocked marks rec as asked by nobody, telling a waiter that
+// could ask to.
+func freeAskLocked(rec *record) {
+	rec.asking = false
+	if rec.askFreed != nil {
+		close(rec.askFreed)
+		rec.askFreed = nil
+	}
 }
 
 type askResult struct {
@@ -478,7 +527,7 @@ func (e *Engine) noChannel(req Request, id string) Outcome {
 
 // wait waits for rec's decision as one of its waiters, calling
 // req.Progress every ProgressInterval meanwhile.
-func (e *Engine) wait(ctx context.Context, req Request, rec *record, asked chan askResult, start time.Time) (Outcome, error) {
+func (e *Engine) wait(ctx context.Context, req Request, rec *record, a *asker, start time.Time) (Outcome, error) {
 	var tick chan struct{}
 	stopTick := func() bool { return false }
 	schedule := func() {}
@@ -496,7 +545,7 @@ func (e *Engine) wait(ctx context.Context, req Request, rec *record, asked chan 
 		defer func() { stopTick() }()
 	}
 	for {
-		out, err, over, ticked := e.waitOnce(ctx, req, rec, &asked, tick, start)
+		out, err, over, ticked := e.waitOnce(ctx, req, rec, a, tick, start)
 		if over {
 			return out, err
 		}
@@ -510,8 +559,18 @@ func (e *Engine) wait(ctx context.Context, req Request, rec *record, asked chan 
 // waitOnce waits for one thing: the decision (over), ctx's end (over),
 // the caller's answer (applied), a progress tick (for the caller to
 // send).
-func (e *Engine) waitOnce(ctx context.Context, req Request, rec *record, asked *chan askResult, tick chan struct{}, start time.Time) (_ Outcome, _ error, over, ticked bool) {
+func (e *Engine) waitOnce(ctx context.Context, req Request, rec *record, a *asker, tick chan struct{}, start time.Time) (_ Outcome, _ error, over, ticked bool) {
+	e.mu.Lock()
+	freed := a.freedLocked(rec)
+	e.mu.Unlock()
 	select {
+	case <-freed:
+		e.mu.Lock()
+		if rec.state == statePending && !rec.asking {
+			a.askLocked(rec)
+		}
+		e.mu.Unlock()
+		return Outcome{}, nil, false, false
 	case <-rec.done:
 		e.mu.Lock()
 		rec.waiters--
@@ -522,17 +581,17 @@ func (e *Engine) waitOnce(ctx context.Context, req Request, rec *record, asked *
 	case <-ctx.Done():
 		e.mu.Lock()
 		rec.waiters--
-		if *asked != nil {
-			rec.asking = false // a retry may ask again
+		if a.asked != nil {
+			freeAskLocked(rec) // a retry may ask again
 		}
 		out := Outcome{Decision: Pending, ID: rec.id, Waited: e.clock.Now().Sub(start)}
 		e.mu.Unlock()
 		return out, ctx.Err(), true, false
-	case res := <-*asked:
-		*asked = nil
+	case res := <-a.asked:
+		a.asked = nil
 		var evs []Event
 		e.mu.Lock()
-		rec.asking = false
+		freeAskLocked(rec)
 		switch {
 		case res.err == nil:
 			approve, why := ParseAnswer(res.result)

@@ -747,3 +747,53 @@ func TestClose(t *testing.T) {
 		t.Errorf("Watch after Close: %v", err)
 	}
 }
+
+// TestRetryAsksWhenTheAskerLeaves: a retry that comes while the first
+// call's caller is still being asked waits on the same approval without
+// asking; when the first leaves unanswered, the retry's caller is asked
+// in its place, and its yes runs the call once. (Before, the retry waited
+// unasked until the approval expired: seen on CI when a retry overtook
+// the first call's withdrawal.)
+func TestRetryAsksWhenTheAskerLeaves(t *testing.T) {
+	h := newHarness(t, Options{})
+	firstAsked := make(chan struct{})
+	first := call(alice, `{"path":"/tmp/a"}`)
+	first.Ask = func(ctx context.Context, q Question) (json.RawMessage, error) {
+		close(firstAsked)
+		<-ctx.Done() // its client left
+		return nil, ctx.Err()
+	}
+	ctx, leave := context.WithCancel(context.Background())
+	defer leave()
+	firstDone := h.decide(ctx, first)
+	id := h.nextRequested().ID
+	next(t, firstAsked, "the first caller was not asked")
+	next(t, h.waiting, "the first call does not wait")
+
+	retryAsked := make(chan Question, 2)
+	retry := call(alice, `{"path":"/tmp/a"}`)
+	retry.Ask = func(ctx context.Context, q Question) (json.RawMessage, error) {
+		retryAsked <- q
+		return json.RawMessage(`{"action":"accept","content":{"approve":true}}`), nil
+	}
+	retryDone := h.decide(context.Background(), retry)
+	next(t, h.waiting, "the retry does not wait")
+	select {
+	case <-retryAsked:
+		t.Fatal("the retry was asked while the first caller was")
+	default:
+	}
+	leave()
+	if d := wait(t, firstDone); d.out.Decision != Pending {
+		t.Errorf("the first call, its client gone: %+v", d.out)
+	}
+	if q := next(t, retryAsked, "the retry was never asked once the first left"); q.ID != id {
+		t.Errorf("the retry was asked about %s, want the same approval %s", q.ID, id)
+	}
+	if d := wait(t, retryDone); d.out.Decision != Approved || d.out.ID != id {
+		t.Errorf("the retry: %+v", d.out)
+	}
+	if n := h.count(EventExecuted); n != 1 {
+		t.Errorf("%d executed, want 1", n)
+	}
+}
