@@ -27,6 +27,7 @@ func TestDocFigures(t *testing.T) {
 		{"aggregate.md", fmt.Sprintf("has at most %d characters (so `SERVER__X` fits in %d)", MaxServerName, MaxName)},
 		{"aggregate.md", "must match `" + exposedName.String() + "`"},
 		{"aggregate.md", fmt.Sprintf("past %d waiting", DefaultMaxAsks)},
+		{"aggregate.md", fmt.Sprintf("stopped reading (the last %d such)", maxLeft)},
 		{"aggregate.md", "at most one per second"}, // DefaultAnnounceInterval, below
 		{"aggregate.md", "`" + URIScheme + "://SERVER/ORIGINAL`"},
 		{"decisions.md", fmt.Sprintf("pages hold %d entries", DefaultPageSize)},

@@ -41,6 +41,8 @@ type Table struct {
 	lastCall int64
 	calls    map[int64]*call  // by the id the server was sent
 	byClient map[string]int64 // a client's request id (its bytes) -> the id sent, for cancellations
+	left     map[string]sent  // a client's request id -> where it went, for calls the client left (Leave)
+	leftFIFO []leftCall       // the calls left, oldest first, at most maxLeft
 	lastAsk  int64
 	asks     map[int64]*ask   // by the id the client was sent
 	askBy    map[askKey]int64 // (server, its request id) -> the id sent, for the server's cancellations
@@ -84,6 +86,22 @@ type ask struct {
 
 type askKey struct{ server, id string }
 
+// sent is where a client's request went: its server and the id it was sent.
+type sent struct {
+	server string
+	id     int64
+}
+
+// leftCall is a call the client left: its id and the id it was sent.
+type leftCall struct {
+	key string
+	id  int64
+}
+
+// maxLeft bounds the calls a Table remembers the client left, so that a
+// client leaving calls without ever cancelling them costs nothing more.
+const maxLeft = 64
+
 // NewTable is a Table for one client of the aggregate of names.
 func NewTable(names *Names, o TableOptions) *Table {
 	if o.MaxCalls <= 0 {
@@ -96,7 +114,7 @@ func NewTable(names *Names, o TableOptions) *Table {
 	if st == nil {
 		st = &Stats{}
 	}
-	t := &Table{stats: st, o: o, calls: map[int64]*call{}, byClient: map[string]int64{},
+	t := &Table{stats: st, o: o, calls: map[int64]*call{}, byClient: map[string]int64{}, left: map[string]sent{},
 		asks: map[int64]*ask{}, askBy: map[askKey]int64{}}
 	t.names.Store(names)
 	return t
@@ -352,17 +370,21 @@ func (t *Table) clientNotification(msg []byte, method string) (Route, error) {
 			return Route{Target: Nowhere}, nil
 		}
 		t.mu.Lock()
-		id, known := t.byClient[string(raw)]
-		c := t.calls[id]
+		to, known := sent{}, false
+		if id, ok := t.byClient[string(raw)]; ok && t.calls[id] != nil {
+			to, known = sent{t.calls[id].server, id}, true
+		} else if to, known = t.left[string(raw)]; known {
+			delete(t.left, string(raw)) // its leftFIFO entry goes when it comes round
+		}
 		t.mu.Unlock()
-		if !known || c == nil {
+		if !known {
 			return Route{Target: Nowhere}, nil
 		}
-		out, err := requestID.replaceAt(msg, strconv.AppendInt(nil, id, 10))
+		out, err := requestID.replaceAt(msg, strconv.AppendInt(nil, to.id, 10))
 		if err != nil {
 			return Route{Target: Nowhere}, nil
 		}
-		return Route{Target: ToServer, Server: c.server, Message: out}, nil
+		return Route{Target: ToServer, Server: to.server, Message: out}, nil
 	case "notifications/progress":
 		// Progress of the client's work on a server's request.
 		raw, ok, err := paramsToken.find(msg)
@@ -438,6 +460,36 @@ func (t *Table) Forget(id int64) {
 			delete(t.byClient, string(c.clientID))
 		}
 	}
+}
+
+// Leave drops the call id, as Forget, whose client stopped waiting for
+// its answer (its POST's stream closed), but remembers where it went: a
+// client that cancels a call stops reading its answer first (the Go SDK
+// does), and its notifications/cancelled must still reach the server. The
+// last maxLeft calls left are remembered.
+func (t *Table) Leave(id int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.calls[id]
+	if c == nil {
+		return
+	}
+	delete(t.calls, id)
+	if c.clientID == nil {
+		return
+	}
+	key := string(c.clientID)
+	if t.byClient[key] == id {
+		delete(t.byClient, key)
+	}
+	if len(t.leftFIFO) == maxLeft {
+		if old := t.leftFIFO[0]; t.left[old.key].id == old.id {
+			delete(t.left, old.key) // unless a later call of that client id was left since
+		}
+		t.leftFIFO = t.leftFIFO[1:]
+	}
+	t.left[key] = sent{c.server, id}
+	t.leftFIFO = append(t.leftFIFO, leftCall{key, id})
 }
 
 // Dest is where a server's message goes.

@@ -281,6 +281,43 @@ func TestTableClientNotifications(t *testing.T) {
 	}
 }
 
+// TestTableLeave: a call whose client stopped reading its answer is
+// dropped, yet the client's cancellation of it, which follows, reaches its
+// server under the id it was sent; a forgotten call's does not, and only
+// the last maxLeft calls left are remembered.
+func TestTableLeave(t *testing.T) {
+	tb := NewTable(testNames(t), TableOptions{})
+	cancel := func(id string) Route {
+		return fromClient(t, tb, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+id+`}}`)
+	}
+	left := fromClient(t, tb, `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"fs__x"}}`)
+	forgotten := fromClient(t, tb, `{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"git__log"}}`)
+	tb.Leave(left.ID)
+	tb.Forget(forgotten.ID)
+	if d, _ := tb.FromServer("fs", []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)); d.Dest != Dropped {
+		t.Errorf("a late answer to a call left: %+v", d)
+	}
+	if r := cancel(`"a"`); r.Target != ToServer || r.Server != "fs" || string(r.Message) != `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}` {
+		t.Errorf("cancel a call left: %+v (%s)", r, r.Message)
+	}
+	if r := cancel(`"a"`); r.Target != Nowhere {
+		t.Errorf("cancel a call left twice: %+v", r)
+	}
+	if r := cancel(`"b"`); r.Target != Nowhere {
+		t.Errorf("cancel a forgotten call: %+v", r)
+	}
+	for i := range maxLeft + 1 {
+		r := fromClient(t, tb, `{"jsonrpc":"2.0","id":`+strconv.Itoa(100+i)+`,"method":"tools/call","params":{"name":"fs__x"}}`)
+		tb.Leave(r.ID)
+	}
+	if r := cancel(`100`); r.Target != Nowhere {
+		t.Errorf("cancel the oldest of %d calls left: %+v", maxLeft+1, r)
+	}
+	if r := cancel(`101`); r.Target != ToServer {
+		t.Errorf("cancel the second oldest of %d calls left: %+v", maxLeft+1, r)
+	}
+}
+
 // TestTableErrors: a request the aggregate cannot route is answered with
 // an error carrying the client's id, and nothing goes to a server.
 func TestTableErrors(t *testing.T) {

@@ -143,7 +143,9 @@ func (x *relay) Close() {
 	x.closed = true
 	x.ss.touch(-1)
 	if !x.answered {
-		// The client left before the answer: a late one is dropped.
-		x.ss.table.Forget(x.route.ID)
+		// The client left before the answer: a late one is dropped, and
+		// the client's cancellation of it, which follows, still reaches
+		// the server.
+		x.ss.table.Leave(x.route.ID)
 	}
 }

@@ -460,10 +460,18 @@ func (ss *Session) start(m *member) {
 		conn = nil
 	}
 	m.conn, m.err = conn, err
+	var level []byte
 	if err == nil {
 		// Before the session is ready, so that no request of the
-		// client's overtakes its subscriptions.
+		// client's overtakes its subscriptions, nor its logging level
+		// (the request that started it logs at that level too).
 		ss.renew(m)
+		ss.mu.Lock()
+		level = ss.level
+		ss.mu.Unlock()
+		if level != nil {
+			_, _ = ss.call(ss.ctx, m, "logging/setLevel", level)
+		}
 	}
 	close(m.ready)
 	if err != nil {
@@ -471,7 +479,7 @@ func (ss *Session) start(m *member) {
 		return
 	}
 	ss.mu.Lock()
-	level := ss.level
+	now := ss.level
 	missed := ss.leftOut[m.server]
 	delete(ss.leftOut, m.server)
 	ss.mu.Unlock()
@@ -481,8 +489,9 @@ func (ss *Session) start(m *member) {
 		// list again, now that it is up.
 		ss.coal.Signal(aggregate.AllChanged)
 	}
-	if level != nil {
-		_, _ = ss.call(ss.ctx, m, "logging/setLevel", level)
+	if !bytes.Equal(now, level) {
+		// Set while it started: it was not yet sent the session's.
+		_, _ = ss.call(ss.ctx, m, "logging/setLevel", now)
 	}
 	ss.mu.Lock()
 	if !ss.ended {
