@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,7 +107,7 @@ func TestAggregateRealServers(t *testing.T) {
 		},
 		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			elicited <- req.Params.Message
-			return &mcp.ElicitResult{Action: "accept", Content: elicitedContent}, nil
+			return &mcp.ElicitResult{Action: "accept", Content: maps.Clone(elicitedContent)}, nil
 		},
 	})
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.Base + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})

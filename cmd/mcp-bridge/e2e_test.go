@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -124,7 +125,7 @@ func newGoPeer(t *testing.T, name string) (*goPeer, *mcp.Client) {
 		},
 		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			offer(p, p.asked, req.Params.Message)
-			return &mcp.ElicitResult{Action: "accept", Content: contact}, nil
+			return &mcp.ElicitResult{Action: "accept", Content: maps.Clone(contact)}, nil
 		},
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			offer(p, p.progress, req.Params)

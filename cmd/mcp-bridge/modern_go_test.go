@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -33,7 +34,9 @@ const modernRoot = "file:///srv/modern-go-root"
 
 // elicitedContent is what the modern peers' elicitation handler accepts with:
 // a value for every field the servers here ask (server-everything's name,
-// the demo's name, color and ok).
+// the demo's name, color and ok). A handler returns a copy: the SDK's
+// client fills the schema's defaults into the map it is given, and peers
+// answer their questions concurrently.
 var elicitedContent = map[string]any{"name": "Ada Lovelace", "color": "teal", "ok": true}
 
 // modernPeer is a Go SDK client that speaks 2026-07-28 through the
@@ -85,7 +88,7 @@ func connectModern(ctx context.Context, t *testing.T, url, token string, asks bo
 		}
 		opts.ElicitationHandler = func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			offer(p.goPeer, p.asked, req.Params.Message)
-			return &mcp.ElicitResult{Action: "accept", Content: elicitedContent}, nil
+			return &mcp.ElicitResult{Action: "accept", Content: maps.Clone(elicitedContent)}, nil
 		}
 	} else {
 		opts.Capabilities = &mcp.ClientCapabilities{} // not even roots
