@@ -259,10 +259,17 @@ type aggCall struct {
 	mt          *mount
 }
 
-// calls are the POST's tools/calls that go to a served server. A call of
-// no server (an unknown tool, a server down) is the aggregate's to
-// answer.
+// calls are the POST's tools/calls that go to a served server, resolved
+// on the first call and kept in p. A call of no server (an unknown tool,
+// a server down) is the aggregate's to answer.
 func (a *aggregateAdmission) calls(p *post) []aggCall {
+	if !p.aggResolved {
+		p.aggCalls, p.aggResolved = a.resolve(p), true
+	}
+	return p.aggCalls
+}
+
+func (a *aggregateAdmission) resolve(p *post) []aggCall {
 	names := srvNames(a.m)
 	if names == nil {
 		return nil

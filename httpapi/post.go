@@ -64,6 +64,11 @@ type post struct {
 	// admit (nil: none): the transport answers with a held reader (hold,
 	// holdStateless, modernHeld) and never sends the call itself.
 	held *heldCall
+	// aggCalls are, on the aggregate endpoint, the POST's tools/calls of
+	// a served server, resolved once for the tool policy and the approval
+	// rules both (aggregateAdmission.calls); aggResolved says they are.
+	aggCalls    []aggCall
+	aggResolved bool
 }
 
 // accept is what a client takes back: a JSON body, an SSE stream, or both.

@@ -37,12 +37,9 @@ package stdio
 //     execveat.
 
 import (
-	"bufio"
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"math"
 	"os"
 	"os/exec"
@@ -640,21 +637,6 @@ func prepareSandbox(s *Sandbox, cmd *exec.Cmd, dir string, env []string) (*sandb
 	return &sandboxSpawn{plan: p, reportR: r, reportW: w}, nil
 }
 
-// started closes the bridge's copy of the launcher's end of the report
-// pipe, once the launcher has its own (or failed to start).
-func (sp *sandboxSpawn) started() {
-	if sp != nil {
-		sp.reportW.Close()
-	}
-}
-
-// close closes the report pipe of a launcher that did not start.
-func (sp *sandboxSpawn) close() {
-	if sp != nil {
-		sp.reportR.Close()
-	}
-}
-
 // command rewrites cmd to run the launcher, once the containment is known
 // (mountProc: the launcher will be in a PID namespace of the init's).
 func (sp *sandboxSpawn) command(cmd *exec.Cmd, mountProc bool) error {
@@ -683,43 +665,3 @@ func (sp *sandboxSpawn) attr(a *syscall.SysProcAttr, hasUserns bool) {
 		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
 	}
 }
-
-// await reads the launcher's report to its end: the server runs (nil),
-// or the launcher says why it does not. Warnings go to log.
-func (sp *sandboxSpawn) await(log *slog.Logger) *StartError {
-	if sp == nil {
-		return nil
-	}
-	defer sp.reportR.Close()
-	br := bufio.NewReader(sp.reportR)
-	execing := false
-	for {
-		line, err := br.ReadString('\n')
-		line = strings.TrimSuffix(line, "\n")
-		switch {
-		case line == "X":
-			execing = true
-		case strings.HasPrefix(line, "W"):
-			log.Warn("sandbox", "warning", line[1:])
-		case strings.HasPrefix(line, "E"):
-			kind, detail, _ := strings.Cut(line[1:], "\t")
-			se := &StartError{Kind: startKinds[kind], Detail: detail, Program: sp.plan.launch.Path}
-			if se.Kind == StartPin {
-				se.Detail, se.SHA256, _ = strings.Cut(detail, "\t")
-				se.Pinned = sp.plan.launch.PinSHA256
-			}
-			return se
-		}
-		switch {
-		case err == io.EOF && execing:
-			return nil
-		case err == io.EOF:
-			return &StartError{Kind: StartSandbox, Detail: "the sandbox launcher died before it could run the server"}
-		case err != nil:
-			return &StartError{Kind: StartSandbox, Detail: "reading the launcher's report: " + err.Error()}
-		}
-	}
-}
-
-// startKinds are the StartError kinds of the launcher's.
-var startKinds = map[string]string{launch.KindPin: StartPin, launch.KindSandbox: StartSandbox, launch.KindExec: StartExec}

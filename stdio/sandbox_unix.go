@@ -13,11 +13,8 @@ package stdio
 // EnforceRequired refuses and EnforceBestEffort logs.
 
 import (
-	"bufio"
 	"cmp"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,54 +126,3 @@ func (sp *sandboxSpawn) command(cmd *exec.Cmd) error {
 	cmd.ExtraFiles = []*os.File{sp.reportW}
 	return nil
 }
-
-func (sp *sandboxSpawn) started() {
-	if sp != nil {
-		sp.reportW.Close()
-	}
-}
-
-func (sp *sandboxSpawn) close() {
-	if sp != nil {
-		sp.reportR.Close()
-	}
-}
-
-// await reads the launcher's report to its end (see sandbox_linux.go).
-func (sp *sandboxSpawn) await(log *slog.Logger) *StartError {
-	if sp == nil {
-		return nil
-	}
-	defer sp.reportR.Close()
-	br := bufio.NewReader(sp.reportR)
-	execing := false
-	for {
-		line, err := br.ReadString('\n')
-		line = strings.TrimSuffix(line, "\n")
-		switch {
-		case line == "X":
-			execing = true
-		case strings.HasPrefix(line, "W"):
-			log.Warn("sandbox", "warning", line[1:])
-		case strings.HasPrefix(line, "E"):
-			kind, detail, _ := strings.Cut(line[1:], "\t")
-			se := &StartError{Kind: startKinds[kind], Detail: detail, Program: sp.plan.launch.Path}
-			if se.Kind == StartPin {
-				se.Detail, se.SHA256, _ = strings.Cut(detail, "\t")
-				se.Pinned = sp.plan.launch.PinSHA256
-			}
-			return se
-		}
-		switch {
-		case err == io.EOF && execing:
-			return nil
-		case err == io.EOF:
-			return &StartError{Kind: StartSandbox, Detail: "the sandbox launcher died before it could run the server"}
-		case err != nil:
-			return &StartError{Kind: StartSandbox, Detail: "reading the launcher's report: " + err.Error()}
-		}
-	}
-}
-
-// startKinds are the StartError kinds of the launcher's.
-var startKinds = map[string]string{launch.KindPin: StartPin, launch.KindSandbox: StartSandbox, launch.KindExec: StartExec}
